@@ -1,0 +1,2 @@
+DROP SCHEMA IF EXISTS ducktail_data CASCADE;
+DROP SCHEMA IF EXISTS ducktail_catalog CASCADE;

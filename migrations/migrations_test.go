@@ -1,0 +1,50 @@
+package migrations
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+func TestUpCreatesCatalog(t *testing.T) {
+	db := openDB(t)
+	if err := Up(db); err != nil {
+		t.Fatal(err)
+	}
+	if err := Up(db); err != nil {
+		t.Fatalf("second Up: %v", err)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'ducktail_catalog'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 6 {
+		t.Fatalf("catalog tables = %d, want 6", n)
+	}
+}
+
+func TestFailedMigrationNamesVersionAndBlocksStart(t *testing.T) {
+	db := openDB(t)
+	bad := fstest.MapFS{
+		"0001_ok.up.sql":    {Data: []byte("CREATE TABLE a (x BIGINT);")},
+		"0001_ok.down.sql":  {Data: []byte("DROP TABLE a;")},
+		"0002_bad.up.sql":   {Data: []byte("CREATE TABLE b (x BIGINT); SELECT * FROM no_such_table;")},
+		"0002_bad.down.sql": {Data: []byte("DROP TABLE b;")},
+	}
+	err := up(db, bad)
+	if err == nil || !strings.Contains(err.Error(), "migration 2 failed") {
+		t.Fatalf("up(bad) = %v, want an error naming migration 2", err)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM duckdb_tables() WHERE table_name = 'b'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatal("failed migration was not rolled back: table b exists")
+	}
+	err = up(db, bad)
+	if !errors.Is(err, ErrDirty) || !strings.Contains(err.Error(), "version 2") {
+		t.Fatalf("up on dirty catalog = %v, want ErrDirty at version 2", err)
+	}
+}

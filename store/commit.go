@@ -1,0 +1,78 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Batch is one ingest request, to be committed as one commit (DESIGN.md, "Ingest": one
+// request = one commit = one batch event).
+type Batch struct {
+	// Table names the target table.
+	Table string
+	// SchemaVersion is the version Record was shaped for (TableInfo.Schema.Version). If
+	// the table's schema changed since, Append fails with ErrSchemaChanged.
+	SchemaVersion int
+	// Record holds the rows with exactly the fields of that version's Schema.Arrow(). It
+	// may have zero rows: an empty commit still gets its own seq.
+	Record arrow.RecordBatch
+	// IdempotencyKey, when not empty, makes a retry of the same request return the first
+	// commit instead of committing again. Keys are scoped to the table.
+	IdempotencyKey string
+	// RequestHash identifies the request body (SHA-256); a retry with the same key and a
+	// different hash is refused with CodeConflict.
+	RequestHash []byte
+	// Bytes is the request body size, recorded in the commit log.
+	Bytes int64
+}
+
+// Commit is the result of one committed Batch.
+type Commit struct {
+	Position      Position
+	TableName     string
+	SchemaVersion int
+	Rows          int64
+	Bytes         int64
+	CommittedAt   time.Time
+	// Duplicate is true when the IdempotencyKey matched an earlier commit: nothing new was
+	// committed and the other fields describe the earlier commit.
+	Duplicate bool
+}
+
+// Append commits b as the next commit of its table: rows and the commit log row in one
+// DuckDB transaction, acknowledged only after DuckDB's commit returned (durable against
+// kill -9), then published. Appends to one table are serialized; concurrent appends may
+// share one transaction (group commit), each keeping its own seq.
+// Errors: CodeNotFound (ErrTableNotFound), CodeConflict (ErrSchemaChanged, or an
+// IdempotencyKey reused with another body), CodeInvalid (Record does not match the
+// schema), ErrClosed, ctx errors, and CodeInternal for DuckDB failures.
+func (db *DB) Append(ctx context.Context, b Batch) (Commit, error) {
+	if err := db.checkOpen(); err != nil {
+		return Commit{}, err
+	}
+	if b.Record == nil {
+		return Commit{}, Errorf(CodeInvalid, "no record")
+	}
+	o := &op{ctx: ctx, batch: &b, done: make(chan opResult, 1)}
+	res, err := db.writer.submit(ctx, o)
+	return res.commit, err
+}
+
+// checkRecord verifies that rec has exactly the fields of s.
+func checkRecord(rec arrow.RecordBatch, s *Schema) error {
+	want := s.Arrow()
+	got := rec.Schema()
+	if got.NumFields() != want.NumFields() {
+		return Errorf(CodeInvalid, "record has %d columns, table schema version %d has %d", got.NumFields(), s.Version, want.NumFields())
+	}
+	for i := range want.Fields() {
+		if !arrow.TypeEqual(got.Field(i).Type, want.Field(i).Type) {
+			return &Error{Code: CodeInvalid, Column: want.Field(i).Name,
+				Message: fmt.Sprintf("record column type %s does not match table type %s", got.Field(i).Type, want.Field(i).Type)}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,102 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Code classifies an Error. The api package maps each code to one HTTP status in a single
+// table (STYLE.md, "One coded application error"); clients see the code in the
+// problem+json body (RFC 9457) as the "code" member.
+type Code string
+
+// Error codes.
+const (
+	// CodeInvalid: the request is malformed (bad JSON, bad identifier, bad parameter).
+	CodeInvalid Code = "invalid"
+	// CodeUnprocessable: the request is well formed but a row or value does not fit the
+	// table's schema, or a query was refused by the sandbox.
+	CodeUnprocessable Code = "unprocessable"
+	// CodeNotFound: the named table, column or token does not exist.
+	CodeNotFound Code = "not_found"
+	// CodeConflict: the named thing already exists, the schema changed under the request,
+	// or an Idempotency-Key was reused with a different body.
+	CodeConflict Code = "conflict"
+	// CodeTooLarge: a body or a result is over its size limit.
+	CodeTooLarge Code = "too_large"
+	// CodeTimeout: a query ran past its time limit and was cancelled.
+	CodeTimeout Code = "timeout"
+	// CodeUnauthorized: the token is unknown, malformed, expired or revoked.
+	CodeUnauthorized Code = "unauthorized"
+	// CodeForbidden: the token's purpose or table scope does not allow the request.
+	CodeForbidden Code = "forbidden"
+	// CodeInternal: anything else; the message is generic and the cause is logged.
+	CodeInternal Code = "internal"
+)
+
+// Error is ducktail's one coded application error. Message is safe to show to clients;
+// Err, the cause, is not. Row, Line and Column locate bad input when known.
+type Error struct {
+	Code    Code
+	Message string
+	// Row is the 1-based data row (not counting a CSV header) of bad input, or 0.
+	Row int
+	// Line is the 1-based line of the input text where the bad row starts, or 0.
+	Line int
+	// Column is the column or field name of bad input, or "".
+	Column string
+	// Err is the underlying cause, or nil.
+	Err error
+}
+
+// Error implements error: the message with its location and cause.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Message)
+	if e.Row > 0 {
+		fmt.Fprintf(&b, " (row %d", e.Row)
+		if e.Line > 0 {
+			fmt.Fprintf(&b, ", line %d", e.Line)
+		}
+		if e.Column != "" {
+			fmt.Fprintf(&b, ", column %q", e.Column)
+		}
+		b.WriteString(")")
+	} else if e.Column != "" {
+		fmt.Fprintf(&b, " (column %q)", e.Column)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with the given code and a formatted client-safe message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, or CodeInternal.
+func ErrorCode(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// Sentinel errors, each wrapped in an *Error where returned so that ErrorCode works.
+var (
+	// ErrClosed is returned by every method after Close.
+	ErrClosed = errors.New("store closed")
+	// ErrTableNotFound is returned when a table name does not name a live table.
+	ErrTableNotFound = errors.New("table not found")
+	// ErrSchemaChanged is returned by Append when the table's schema changed after the
+	// batch was shaped; the client should retry.
+	ErrSchemaChanged = errors.New("table schema changed")
+)

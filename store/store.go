@@ -1,0 +1,224 @@
+// Package store owns ducktail's DuckDB database: the catalog (tables, activations, schema
+// versions, the commit log, tokens at rest, the cursor key), the user tables, and the one
+// writer that commits to them. It is the only package that imports the DuckDB driver, and
+// it owns the vocabulary the packages above share: Commit, Position, Schema, Event and the
+// coded Error (DESIGN.md, "Packages and who owns what"; STYLE.md, "Shared vocabulary").
+//
+// Layout inside the DuckDB file (DESIGN.md, "Storage model"):
+//
+//	ducktail_catalog.*     the catalog, created by package migrations
+//	ducktail_data.a_<hex>  one physical table per activation: "__ducktail_seq" BIGINT,
+//	                       then one column "c<id>" per column ever added
+//	main.<table>           one view per user table selecting the current columns under
+//	                       their current names: the only names user SQL can see
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/duckdb/duckdb-go/v2"
+
+	"github.com/ducktail/ducktail/migrations"
+)
+
+// Defaults for DB fields left zero.
+const (
+	// DefaultReadConns bounds concurrent read transactions (snapshots, queries, replays).
+	DefaultReadConns = 16
+	// DefaultCheckpointBytes is how many committed bytes trigger an explicit CHECKPOINT
+	// off the commit path; DuckDB's own automatic checkpoint is pushed far above it,
+	// because it stalls the committing transaction (DESIGN.md, "Measured facts").
+	DefaultCheckpointBytes = 256 << 20
+	// DefaultMaxGroupCommits bounds how many queued appends one DuckDB transaction takes
+	// (group commit).
+	DefaultMaxGroupCommits = 256
+	// DefaultMaxGroupRows bounds the rows one group-commit transaction takes.
+	DefaultMaxGroupRows = 1 << 20
+)
+
+// SeqColumn is the system column of every physical table holding the commit sequence of
+// its row. Users never see it (DESIGN.md, "Storage model").
+const SeqColumn = ReservedPrefix + "_seq"
+
+// DB is the ducktail store. Set the exported fields, then call Open; Close undoes Open.
+// All methods are safe for concurrent use.
+type DB struct {
+	// Path is the DuckDB database file, or ":memory:" for tests.
+	Path string
+	// MemoryLimit is DuckDB's memory_limit ("4GB"); empty leaves DuckDB's default.
+	MemoryLimit string
+	// Threads is DuckDB's thread count; 0 leaves DuckDB's default (one per core).
+	Threads int
+	// ReadConns bounds concurrent read transactions; 0 means DefaultReadConns.
+	ReadConns int
+	// CheckpointBytes: committed bytes between explicit checkpoints; 0 means
+	// DefaultCheckpointBytes.
+	CheckpointBytes int64
+	// MaxGroupCommits and MaxGroupRows bound one group commit; 0 means the defaults.
+	MaxGroupCommits int
+	MaxGroupRows    int64
+	// Publisher receives every durable change in commit order; nil publishes nothing.
+	// Set it before Open.
+	Publisher Publisher
+	// Logger defaults to slog.Default() with component=store.
+	Logger *slog.Logger
+	// Now returns the current time; tests may replace it. Defaults to time.Now.
+	Now func() time.Time
+
+	connector *duckdb.Connector
+	sqlDB     *sql.DB
+	writer    *writer
+	cursorKey []byte
+
+	mu     sync.RWMutex
+	tables map[string]*table // by lower-case name, live tables only
+	tokens map[string]Token  // by token id
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewDB returns a DB for the database file at path with defaults filled in.
+func NewDB(path string) *DB {
+	return &DB{
+		Path:            path,
+		ReadConns:       DefaultReadConns,
+		CheckpointBytes: DefaultCheckpointBytes,
+		MaxGroupCommits: DefaultMaxGroupCommits,
+		MaxGroupRows:    DefaultMaxGroupRows,
+		Logger:          slog.Default().With("component", "store"),
+		Now:             time.Now,
+	}
+}
+
+// Open opens (or creates) the database, locks its configuration against file and network
+// access, applies catalog migrations, loads the catalog and starts the writer. It fails
+// when the catalog is dirty (migrations.ErrDirty), naming the version.
+func (db *DB) Open(ctx context.Context) (err error) {
+	if db.Logger == nil {
+		db.Logger = slog.Default().With("component", "store")
+	}
+	if db.Now == nil {
+		db.Now = time.Now
+	}
+	if db.ReadConns <= 0 {
+		db.ReadConns = DefaultReadConns
+	}
+	if db.CheckpointBytes <= 0 {
+		db.CheckpointBytes = DefaultCheckpointBytes
+	}
+	if db.MaxGroupCommits <= 0 {
+		db.MaxGroupCommits = DefaultMaxGroupCommits
+	}
+	if db.MaxGroupRows <= 0 {
+		db.MaxGroupRows = DefaultMaxGroupRows
+	}
+	if db.Publisher == nil {
+		db.Publisher = nopPublisher{}
+	}
+	db.connector, err = duckdb.NewConnector(db.dsn(), nil)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", db.Path, err)
+	}
+	db.sqlDB = sql.OpenDB(db.connector)
+	defer func() {
+		if err != nil {
+			db.sqlDB.Close()
+		}
+	}()
+	// One writer connection plus ReadConns readers; idle readers stay open.
+	db.sqlDB.SetMaxOpenConns(db.ReadConns + 1)
+	db.sqlDB.SetMaxIdleConns(db.ReadConns + 1)
+	if err := db.lockConfiguration(ctx); err != nil {
+		return err
+	}
+	if err := migrations.Up(db.sqlDB); err != nil {
+		return fmt.Errorf("open %s: %w", db.Path, err)
+	}
+	if err := db.loadSettings(ctx); err != nil {
+		return err
+	}
+	if err := db.loadCatalog(ctx); err != nil {
+		return err
+	}
+	if err := db.loadTokens(ctx); err != nil {
+		return err
+	}
+	db.ctx, db.cancel = context.WithCancel(context.Background())
+	db.writer, err = newWriter(ctx, db)
+	if err != nil {
+		return err
+	}
+	db.wg.Add(1)
+	go func() {
+		defer db.wg.Done()
+		db.writer.run(db.ctx)
+	}()
+	return nil
+}
+
+// Close stops the writer (queued writes fail with ErrClosed), checkpoints, and closes the
+// database. Readers still running get errors from DuckDB.
+func (db *DB) Close() error {
+	if db.cancel == nil {
+		return nil
+	}
+	db.cancel()
+	db.wg.Wait()
+	var errs []error
+	if _, err := db.sqlDB.ExecContext(context.Background(), "CHECKPOINT"); err != nil {
+		errs = append(errs, fmt.Errorf("checkpoint: %w", err))
+	}
+	errs = append(errs, db.writer.close(), db.sqlDB.Close())
+	return errors.Join(errs...)
+}
+
+// dsn builds the DuckDB DSN. enable_external_access=false must be set when the database
+// is created: it applies to the whole database and cannot be set per connection
+// (DESIGN.md, "Measured facts"). DuckDB's own checkpoint threshold is pushed far above
+// CheckpointBytes so that checkpoints happen off the commit path.
+func (db *DB) dsn() string {
+	q := url.Values{}
+	q.Set("enable_external_access", "false")
+	q.Set("autoinstall_known_extensions", "false")
+	q.Set("autoload_known_extensions", "false")
+	q.Set("checkpoint_threshold", strconv.FormatInt(4*db.CheckpointBytes, 10)+"B")
+	if db.MemoryLimit != "" {
+		q.Set("memory_limit", db.MemoryLimit)
+	}
+	if db.Threads > 0 {
+		q.Set("threads", strconv.Itoa(db.Threads))
+	}
+	return db.Path + "?" + q.Encode()
+}
+
+// lockConfiguration pins the session time zone to UTC (the ICU extension, which owns the
+// TimeZone setting, is not loaded when the DSN is applied, so it cannot go there) and then
+// locks the configuration database-wide, so that user SQL can change no setting at all.
+func (db *DB) lockConfiguration(ctx context.Context) error {
+	for _, stmt := range []string{
+		"SET GLOBAL TimeZone = " + quoteString(TimeZone),
+		"SET GLOBAL lock_configuration = true",
+	} {
+		if _, err := db.sqlDB.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("open %s: %s: %w", db.Path, stmt, err)
+		}
+	}
+	return nil
+}
+
+func (db *DB) checkOpen() error {
+	if db.ctx == nil || db.ctx.Err() != nil {
+		return ErrClosed
+	}
+	return nil
+}

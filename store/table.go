@@ -1,0 +1,129 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Position is a place in a table's commit history: after commit Seq of activation
+// Activation of table TableID. Seq starts at 1 in each activation and grows by one per
+// commit; Seq 0 means "before the first commit" and is never a commit's own position
+// (DESIGN.md, "Storage model"). The stream package encodes a Position as a cursor.
+type Position struct {
+	TableID    int64
+	Activation uuid.UUID
+	Seq        int64
+}
+
+// TableInfo describes a live table at one moment.
+type TableInfo struct {
+	ID        int64
+	Name      string
+	CreatedAt time.Time
+	// Head is the position after the table's last commit.
+	Head Position
+	// Schema is the current schema version.
+	Schema Schema
+	// Rows is the number of rows in the current activation, as of Head.
+	Rows int64
+}
+
+// table is the writer's in-memory copy of one live table's catalog rows. Fields change
+// only in the writer goroutine, under DB.mu.
+type table struct {
+	id         int64
+	name       string
+	createdAt  time.Time
+	activation uuid.UUID
+	physical   string
+	head       int64
+	rows       int64
+	nextColumn int
+	schema     *Schema
+}
+
+func (t *table) info() TableInfo {
+	s := *t.schema
+	s.Columns = append([]Column(nil), t.schema.Columns...)
+	return TableInfo{
+		ID: t.id, Name: t.name, CreatedAt: t.createdAt,
+		Head:   Position{TableID: t.id, Activation: t.activation, Seq: t.head},
+		Schema: s, Rows: t.rows,
+	}
+}
+
+// Table returns the live table named name (case-insensitive, as DuckDB resolves names).
+// Errors: a CodeNotFound *Error wrapping ErrTableNotFound.
+func (db *DB) Table(name string) (TableInfo, error) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	t, ok := db.tables[strings.ToLower(name)]
+	if !ok {
+		return TableInfo{}, tableNotFound(name)
+	}
+	return t.info(), nil
+}
+
+// Tables returns every live table, ordered by name.
+func (db *DB) Tables() []TableInfo {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	out := make([]TableInfo, 0, len(db.tables))
+	for _, t := range db.tables {
+		out = append(out, t.info())
+	}
+	slices.SortFunc(out, func(a, b TableInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func tableNotFound(name string) error {
+	return &Error{Code: CodeNotFound, Message: "no table named " + quoteForMessage(name), Err: ErrTableNotFound}
+}
+
+// loadCatalog reads every live table, its activation and current schema into memory.
+func (db *DB) loadCatalog(ctx context.Context) error {
+	rows, err := db.sqlDB.QueryContext(ctx, `
+		SELECT t.id, t.name, t.created_at, a.id::VARCHAR, a.physical, a.head_seq, a.next_column,
+		       s.version, s.from_seq, s.columns,
+		       (SELECT coalesce(sum(c.rows), 0) FROM ducktail_catalog.commits c WHERE c.activation = a.id)
+		FROM ducktail_catalog.tables t
+		JOIN ducktail_catalog.activations a ON a.id = t.activation
+		JOIN ducktail_catalog.schema_versions s ON s.activation = a.id
+		WHERE t.dropped_at IS NULL
+		  AND s.version = (SELECT max(version) FROM ducktail_catalog.schema_versions v WHERE v.activation = a.id)`)
+	if err != nil {
+		return fmt.Errorf("load catalog: %w", err)
+	}
+	defer rows.Close()
+	tables := map[string]*table{}
+	for rows.Next() {
+		var t table
+		var act, cols string
+		var s Schema
+		if err := rows.Scan(&t.id, &t.name, &t.createdAt, &act, &t.physical, &t.head, &t.nextColumn,
+			&s.Version, &s.FromSeq, &cols, &t.rows); err != nil {
+			return fmt.Errorf("load catalog: %w", err)
+		}
+		if t.activation, err = uuid.Parse(act); err != nil {
+			return fmt.Errorf("load catalog: table %s: %w", t.name, err)
+		}
+		if err := json.Unmarshal([]byte(cols), &s.Columns); err != nil {
+			return fmt.Errorf("load catalog: table %s: columns: %w", t.name, err)
+		}
+		t.schema = &s
+		tables[strings.ToLower(t.name)] = &t
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load catalog: %w", err)
+	}
+	db.mu.Lock()
+	db.tables = tables
+	db.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,261 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/base32"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Purpose is what a token may be used for (DESIGN.md, "Limits and safety"). An admin
+// token may do everything; the others only their own purpose.
+type Purpose string
+
+// Token purposes.
+const (
+	PurposeAdmin  Purpose = "admin"
+	PurposeIngest Purpose = "ingest"
+	PurposeQuery  Purpose = "query"
+	PurposeStream Purpose = "stream"
+)
+
+// ParsePurpose returns the purpose named s, or a CodeInvalid *Error.
+func ParsePurpose(s string) (Purpose, error) {
+	switch p := Purpose(s); p {
+	case PurposeAdmin, PurposeIngest, PurposeQuery, PurposeStream:
+		return p, nil
+	}
+	return "", &Error{Code: CodeInvalid, Message: "unknown token purpose " + quoteForMessage(s) + "; use admin, ingest, query or stream", Column: "purpose"}
+}
+
+// Token is a token at rest: everything but its secret, of which only the SHA-256 is kept.
+type Token struct {
+	ID      string
+	Purpose Purpose
+	// Table limits the token to one table; "" means every table.
+	Table     string
+	CreatedAt time.Time
+	// ExpiresAt is zero for a token that does not expire.
+	ExpiresAt time.Time
+	// RevokedAt is zero for a token that is not revoked.
+	RevokedAt time.Time
+
+	secretHash []byte
+}
+
+// Expired reports whether t has expired at now.
+func (t Token) Expired(now time.Time) bool { return !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt) }
+
+// Allows reports whether t may be used for purpose on table ("" for requests that name
+// no table): admin tokens allow everything, others need the same purpose and, when
+// scoped, the same table (case-insensitive, as table names are).
+func (t Token) Allows(purpose Purpose, table string) bool {
+	if t.Purpose == PurposeAdmin {
+		return true
+	}
+	if t.Purpose != purpose {
+		return false
+	}
+	return t.Table == "" || strings.EqualFold(t.Table, table)
+}
+
+// Token errors returned by Authenticate, each inside an *Error: ErrTokenMalformed has
+// CodeInvalid (HTTP 400 before a stream), the others CodeUnauthorized (401).
+var (
+	ErrTokenMalformed = errors.New("malformed token")
+	ErrTokenUnknown   = errors.New("unknown token")
+	ErrTokenExpired   = errors.New("token expired")
+	ErrTokenRevoked   = errors.New("token revoked")
+)
+
+const tokenPrefix = "dt_"
+
+var tokenEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// CreateToken makes a token for purpose, limited to table unless table is "", expiring
+// after ttl unless ttl is 0. It returns the token and its secret, the string clients send
+// ("dt_<id>_<secret>"), which is not stored and cannot be shown again.
+// Errors: CodeInvalid (admin tokens cannot be scoped to a table, negative ttl, bad table
+// name), ErrClosed.
+func (db *DB) CreateToken(ctx context.Context, purpose Purpose, table string, ttl time.Duration) (Token, string, error) {
+	if _, err := ParsePurpose(string(purpose)); err != nil {
+		return Token{}, "", err
+	}
+	if purpose == PurposeAdmin && table != "" {
+		return Token{}, "", &Error{Code: CodeInvalid, Message: "admin tokens cannot be limited to a table", Column: "table"}
+	}
+	if table != "" {
+		if err := ValidateTableName(table); err != nil {
+			return Token{}, "", err
+		}
+	}
+	if ttl < 0 {
+		return Token{}, "", &Error{Code: CodeInvalid, Message: "ttl must not be negative", Column: "ttl"}
+	}
+	idBytes := make([]byte, 8)
+	secretBytes := make([]byte, 32)
+	if _, err := rand.Read(idBytes); err != nil {
+		return Token{}, "", err
+	}
+	if _, err := rand.Read(secretBytes); err != nil {
+		return Token{}, "", err
+	}
+	secret := strings.ToLower(tokenEncoding.EncodeToString(secretBytes))
+	hash := sha256.Sum256([]byte(secret))
+	now := db.Now().UTC()
+	t := Token{ID: hex.EncodeToString(idBytes), Purpose: purpose, Table: table, CreatedAt: now, secretHash: hash[:]}
+	if ttl > 0 {
+		t.ExpiresAt = now.Add(ttl)
+	}
+	_, err := db.change(ctx, func(ctx context.Context, tx *writeTx) (func(), []Event, any, error) {
+		var expires, scope any
+		if !t.ExpiresAt.IsZero() {
+			expires = t.ExpiresAt
+		}
+		if table != "" {
+			scope = table
+		}
+		if err := tx.exec(ctx, `INSERT INTO ducktail_catalog.tokens (id, secret_sha256, purpose, table_name, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			t.ID, t.secretHash, string(t.Purpose), scope, t.CreatedAt, expires); err != nil {
+			return nil, nil, nil, err
+		}
+		return func() { db.tokens[t.ID] = t }, nil, nil, nil
+	})
+	if err != nil {
+		return Token{}, "", err
+	}
+	return t, tokenPrefix + t.ID + "_" + secret, nil
+}
+
+// Tokens returns every token, revoked and expired ones included, oldest first.
+func (db *DB) Tokens() []Token {
+	db.mu.RLock()
+	out := make([]Token, 0, len(db.tokens))
+	for _, t := range db.tokens {
+		out = append(out, t)
+	}
+	db.mu.RUnlock()
+	slices.SortFunc(out, func(a, b Token) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out
+}
+
+// LookupToken returns the token with the given id, or a CodeNotFound *Error.
+func (db *DB) LookupToken(id string) (Token, error) {
+	db.mu.RLock()
+	t, ok := db.tokens[id]
+	db.mu.RUnlock()
+	if !ok {
+		return Token{}, &Error{Code: CodeNotFound, Message: "no token with id " + quoteForMessage(id)}
+	}
+	return t, nil
+}
+
+// RevokeToken revokes the token with the given id; open streams using it are told through
+// an EventTokenRevoked. Revoking a revoked token is not an error.
+// Errors: CodeNotFound, ErrClosed.
+func (db *DB) RevokeToken(ctx context.Context, id string) error {
+	_, err := db.change(ctx, func(ctx context.Context, tx *writeTx) (func(), []Event, any, error) {
+		db.mu.RLock()
+		t, ok := db.tokens[id]
+		db.mu.RUnlock()
+		if !ok {
+			return nil, nil, nil, &Error{Code: CodeNotFound, Message: "no token with id " + quoteForMessage(id)}
+		}
+		if !t.RevokedAt.IsZero() {
+			return nil, nil, nil, nil
+		}
+		t.RevokedAt = db.Now().UTC()
+		if err := tx.exec(ctx, `UPDATE ducktail_catalog.tokens SET revoked_at = ? WHERE id = ?`, t.RevokedAt, id); err != nil {
+			return nil, nil, nil, err
+		}
+		return func() { db.tokens[id] = t }, []Event{{Kind: EventTokenRevoked, TokenID: id}}, nil, nil
+	})
+	return err
+}
+
+// Authenticate returns the token whose secret is secret. The secret's SHA-256 is compared
+// with the stored hash in constant time. Errors (inside an *Error): ErrTokenMalformed,
+// ErrTokenUnknown, ErrTokenExpired, ErrTokenRevoked.
+func (db *DB) Authenticate(secret string) (Token, error) {
+	id, sec, ok := splitToken(secret)
+	if !ok {
+		return Token{}, &Error{Code: CodeInvalid, Message: "malformed token", Err: ErrTokenMalformed}
+	}
+	db.mu.RLock()
+	t, found := db.tokens[id]
+	db.mu.RUnlock()
+	hash := sha256.Sum256([]byte(sec))
+	want := t.secretHash
+	if !found {
+		want = make([]byte, sha256.Size)
+	}
+	if subtle.ConstantTimeCompare(hash[:], want) != 1 || !found {
+		return Token{}, &Error{Code: CodeUnauthorized, Message: "unknown token", Err: ErrTokenUnknown}
+	}
+	if !t.RevokedAt.IsZero() {
+		return Token{}, &Error{Code: CodeUnauthorized, Message: "token revoked", Err: ErrTokenRevoked}
+	}
+	if t.Expired(db.Now()) {
+		return Token{}, &Error{Code: CodeUnauthorized, Message: "token expired", Err: ErrTokenExpired}
+	}
+	return t, nil
+}
+
+// splitToken splits "dt_<16 hex id>_<52 base32 secret>".
+func splitToken(s string) (id, secret string, ok bool) {
+	rest, ok := strings.CutPrefix(s, tokenPrefix)
+	if !ok {
+		return "", "", false
+	}
+	id, secret, ok = strings.Cut(rest, "_")
+	if !ok || len(id) != 16 || len(secret) != 52 {
+		return "", "", false
+	}
+	if _, err := hex.DecodeString(id); err != nil {
+		return "", "", false
+	}
+	if _, err := tokenEncoding.DecodeString(strings.ToUpper(secret)); err != nil {
+		return "", "", false
+	}
+	return id, secret, true
+}
+
+func (db *DB) loadTokens(ctx context.Context) error {
+	rows, err := db.sqlDB.QueryContext(ctx, `SELECT id, secret_sha256, purpose, coalesce(table_name, ''), created_at, expires_at, revoked_at FROM ducktail_catalog.tokens`)
+	if err != nil {
+		return fmt.Errorf("load tokens: %w", err)
+	}
+	defer rows.Close()
+	tokens := map[string]Token{}
+	for rows.Next() {
+		var t Token
+		var purpose string
+		var expires, revoked sql.NullTime
+		if err := rows.Scan(&t.ID, &t.secretHash, &purpose, &t.Table, &t.CreatedAt, &expires, &revoked); err != nil {
+			return fmt.Errorf("load tokens: %w", err)
+		}
+		t.Purpose = Purpose(purpose)
+		t.ExpiresAt, t.RevokedAt = expires.Time, revoked.Time
+		tokens[t.ID] = t
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load tokens: %w", err)
+	}
+	db.mu.Lock()
+	db.tokens = tokens
+	db.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,542 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/duckdb/duckdb-go/v2"
+	"github.com/google/uuid"
+)
+
+// writer is the store's single writing goroutine. Every change to the database goes
+// through it, which serializes writers per table (DESIGN.md, "Storage model") and lets
+// queued appends share one transaction and one fsync (group commit).
+type writer struct {
+	db   *DB
+	conn *sql.Conn
+	ops  chan *op
+	// checkpoint wakes the checkpointer; bytesSinceCheckpoint counts committed bytes.
+	checkpoint           chan struct{}
+	bytesSinceCheckpoint int64
+}
+
+// op is one queued write: an append (batch != nil) or a catalog change (ddl != nil).
+type op struct {
+	ctx   context.Context
+	batch *Batch
+	ddl   ddlFunc
+	done  chan opResult
+}
+
+// ddlFunc runs a catalog change inside the writer's open transaction. It returns apply,
+// run under DB.mu after the commit to update the in-memory catalog, the events to publish,
+// and a result value for the caller.
+type ddlFunc func(ctx context.Context, tx *writeTx) (apply func(), events []Event, value any, err error)
+
+type opResult struct {
+	commit Commit
+	value  any
+	err    error
+}
+
+// writeTx is the writer's connection inside one transaction.
+type writeTx struct {
+	conn     *sql.Conn
+	releases []func()
+}
+
+func (tx *writeTx) exec(ctx context.Context, query string, args ...any) error {
+	if _, err := tx.conn.ExecContext(ctx, query, args...); err != nil {
+		return fmt.Errorf("%s: %w", firstLine(query), err)
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 80 {
+		s = s[:80]
+	}
+	return s
+}
+
+func newWriter(ctx context.Context, db *DB) (*writer, error) {
+	conn, err := db.sqlDB.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open writer connection: %w", err)
+	}
+	w := &writer{db: db, conn: conn, ops: make(chan *op, 1024), checkpoint: make(chan struct{}, 1)}
+	db.wg.Add(1)
+	go func() {
+		defer db.wg.Done()
+		w.runCheckpointer(db.ctx)
+	}()
+	return w, nil
+}
+
+func (w *writer) close() error { return w.conn.Close() }
+
+// submit queues o and waits for its result. If ctx ends while o is queued or running,
+// submit returns ctx's error; o may still commit.
+func (w *writer) submit(ctx context.Context, o *op) (opResult, error) {
+	select {
+	case w.ops <- o:
+	case <-ctx.Done():
+		return opResult{}, ctx.Err()
+	case <-w.db.ctx.Done():
+		return opResult{}, ErrClosed
+	}
+	select {
+	case r := <-o.done:
+		return r, r.err
+	case <-ctx.Done():
+		return opResult{}, ctx.Err()
+	}
+}
+
+func (w *writer) run(ctx context.Context) {
+	var next *op
+	for {
+		o := next
+		next = nil
+		if o == nil {
+			select {
+			case o = <-w.ops:
+			case <-ctx.Done():
+				w.failQueued()
+				return
+			}
+		}
+		if o.batch == nil {
+			w.runDDL(ctx, o)
+			continue
+		}
+		group := []*op{o}
+		rows := o.batch.Record.NumRows()
+	drain:
+		for len(group) < w.db.MaxGroupCommits && rows < w.db.MaxGroupRows {
+			select {
+			case n := <-w.ops:
+				if n.batch == nil {
+					next = n
+					break drain
+				}
+				group = append(group, n)
+				rows += n.batch.Record.NumRows()
+			default:
+				break drain
+			}
+		}
+		w.commitGroup(ctx, group)
+	}
+}
+
+func (w *writer) failQueued() {
+	for {
+		select {
+		case o := <-w.ops:
+			o.done <- opResult{err: ErrClosed}
+		default:
+			return
+		}
+	}
+}
+
+// commitGroup commits a group of appends in one transaction. If that transaction fails,
+// each append is retried alone, so one bad append cannot fail the others.
+func (w *writer) commitGroup(ctx context.Context, group []*op) {
+	live := group[:0]
+	for _, o := range group {
+		if err := o.ctx.Err(); err != nil {
+			o.done <- opResult{err: err}
+			continue
+		}
+		live = append(live, o)
+	}
+	if len(live) == 0 {
+		return
+	}
+	err := w.commitAppends(ctx, live)
+	if err == nil || len(live) == 1 {
+		if err != nil {
+			live[0].done <- opResult{err: err}
+		}
+		return
+	}
+	w.db.Logger.Warn("group commit failed, retrying appends one by one", "appends", len(live), "err", err)
+	for _, o := range live {
+		if err := w.commitAppends(ctx, []*op{o}); err != nil {
+			o.done <- opResult{err: err}
+		}
+	}
+}
+
+// appendPlan is what commitAppends decided for one op.
+type appendPlan struct {
+	op     *op
+	t      *table
+	commit Commit
+	err    error // answered to this op alone; the transaction goes on
+}
+
+// commitAppends commits ops in one transaction and answers each op, or returns the error
+// that failed the whole transaction without answering any.
+func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
+	if err := w.begin(ctx); err != nil {
+		return err
+	}
+	tx := &writeTx{conn: w.conn}
+	defer func() {
+		if err != nil {
+			w.rollback(tx)
+		}
+	}()
+	now := w.db.Now().UTC()
+	plans := make([]appendPlan, len(ops))
+	heads := map[*table]int64{}
+	var order []*table
+	byKey := map[string]*appendPlan{}
+	for i, o := range ops {
+		p := &plans[i]
+		p.op = o
+		b := o.batch
+		w.db.mu.RLock()
+		p.t = w.db.tables[strings.ToLower(b.Table)]
+		w.db.mu.RUnlock()
+		if p.t == nil {
+			p.err = tableNotFound(b.Table)
+			continue
+		}
+		if b.SchemaVersion != p.t.schema.Version {
+			p.err = &Error{Code: CodeConflict, Message: fmt.Sprintf("table %s changed schema (version %d, request shaped for %d); retry", p.t.name, p.t.schema.Version, b.SchemaVersion), Err: ErrSchemaChanged}
+			continue
+		}
+		if p.err = checkRecord(b.Record, p.t.schema); p.err != nil {
+			continue
+		}
+		if b.IdempotencyKey != "" {
+			k := fmt.Sprintf("%d\x00%s", p.t.id, b.IdempotencyKey)
+			if first, ok := byKey[k]; ok {
+				p.commit, p.err = duplicateOf(first.commit, first.op.batch.RequestHash, b)
+				p.commit.Duplicate = true
+				continue
+			}
+			prev, found, err := w.lookupIdempotent(ctx, p.t, b.IdempotencyKey)
+			if err != nil {
+				return err
+			}
+			if found {
+				p.commit, p.err = duplicateOf(prev.commit, prev.hash, b)
+				continue
+			}
+			byKey[k] = p
+		}
+		if _, ok := heads[p.t]; !ok {
+			heads[p.t] = p.t.head
+			order = append(order, p.t)
+		}
+		heads[p.t]++
+		p.commit = Commit{
+			Position:      Position{TableID: p.t.id, Activation: p.t.activation, Seq: heads[p.t]},
+			TableName:     p.t.name,
+			SchemaVersion: p.t.schema.Version,
+			Rows:          b.Record.NumRows(),
+			Bytes:         b.Bytes,
+			CommittedAt:   now,
+		}
+	}
+	for _, t := range order {
+		if err := w.insertRows(ctx, tx, t, plans); err != nil {
+			return err
+		}
+	}
+	if err := w.insertCommitLog(ctx, tx, plans); err != nil {
+		return err
+	}
+	for _, t := range order {
+		if err := tx.exec(ctx, `UPDATE ducktail_catalog.activations SET head_seq = ? WHERE id = ?::UUID`, heads[t], t.activation.String()); err != nil {
+			return err
+		}
+	}
+	if err := w.commit(ctx, tx); err != nil {
+		return err
+	}
+
+	var committed int64
+	w.db.mu.Lock()
+	for _, p := range plans {
+		if p.err == nil && !p.commit.Duplicate {
+			p.t.head = p.commit.Position.Seq
+			p.t.rows += p.commit.Rows
+			committed += p.commit.Bytes
+		}
+	}
+	w.db.mu.Unlock()
+	for _, p := range plans {
+		if p.err == nil && !p.commit.Duplicate {
+			w.db.Publisher.Publish(Event{
+				Kind: EventCommit, TableName: p.t.name, Position: p.commit.Position,
+				Schema: p.t.schema, Record: p.op.batch.Record, Rows: p.commit.Rows, CommittedAt: now,
+			})
+		}
+	}
+	for _, p := range plans {
+		p.op.done <- opResult{commit: p.commit, err: p.err}
+	}
+	w.noteCommitted(committed)
+	return nil
+}
+
+// duplicateOf answers an idempotent retry with the first commit, or a conflict when the
+// retry's body differs from the first request's.
+func duplicateOf(first Commit, firstHash []byte, b *Batch) (Commit, error) {
+	if len(firstHash) > 0 && len(b.RequestHash) > 0 && !bytes.Equal(firstHash, b.RequestHash) {
+		return Commit{}, &Error{Code: CodeConflict, Column: "Idempotency-Key",
+			Message: "Idempotency-Key " + quoteForMessage(b.IdempotencyKey) + " was already used with a different request body"}
+	}
+	first.Duplicate = true
+	return first, nil
+}
+
+type idempotentCommit struct {
+	commit Commit
+	hash   []byte
+}
+
+func (w *writer) lookupIdempotent(ctx context.Context, t *table, key string) (idempotentCommit, bool, error) {
+	var r idempotentCommit
+	var act string
+	err := w.conn.QueryRowContext(ctx, `
+		SELECT activation::VARCHAR, seq, schema_version, rows, bytes, committed_at, request_hash
+		FROM ducktail_catalog.commits WHERE table_id = ? AND idempotency_key = ? LIMIT 1`, t.id, key).
+		Scan(&act, &r.commit.Position.Seq, &r.commit.SchemaVersion, &r.commit.Rows, &r.commit.Bytes, &r.commit.CommittedAt, &r.hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, false, nil
+	}
+	if err != nil {
+		return r, false, fmt.Errorf("idempotency lookup: %w", err)
+	}
+	r.commit.Position.TableID = t.id
+	r.commit.Position.Activation, err = uuid.Parse(act)
+	r.commit.TableName = t.name
+	return r, true, err
+}
+
+// insertRows inserts the rows of every planned commit to t with one Arrow view scan: the
+// batches, each prefixed with a constant seq column, are registered as a view, copied
+// with INSERT … SELECT and the view dropped, inside the open transaction. The view name is
+// random and the view never outlives the transaction (DESIGN.md, "Measured facts": the
+// RegisterView trap); its release runs after COMMIT or ROLLBACK.
+func (w *writer) insertRows(ctx context.Context, tx *writeTx, t *table, plans []appendPlan) error {
+	var recs []arrow.RecordBatch
+	var viewSchema *arrow.Schema
+	for _, p := range plans {
+		if p.t != t || p.err != nil || p.commit.Duplicate || p.commit.Rows == 0 {
+			continue
+		}
+		rec := withSeq(p.op.batch.Record, p.commit.Position.Seq, t.schema)
+		viewSchema = rec.Schema()
+		recs = append(recs, rec)
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	cols := []string{QuoteIdent(SeqColumn)}
+	for _, c := range t.schema.Columns {
+		cols = append(cols, QuoteIdent(physicalColumn(c.ID)))
+	}
+	view := ReservedPrefix + "_ingest_" + randomHex(12)
+	insert := "INSERT INTO ducktail_data." + QuoteIdent(t.physical) + " (" + strings.Join(cols, ", ") + ") SELECT * FROM " + QuoteIdent(view)
+	return w.conn.Raw(func(dc any) error {
+		conn := dc.(driver.Conn)
+		ar, err := duckdb.NewArrowFromConn(conn)
+		if err != nil {
+			return err
+		}
+		rdr, err := array.NewRecordReader(viewSchema, recs)
+		if err != nil {
+			return err
+		}
+		release, err := ar.RegisterView(rdr, view)
+		if err != nil {
+			return fmt.Errorf("register ingest view: %w", err)
+		}
+		tx.releases = append(tx.releases, release)
+		ex := conn.(driver.ExecerContext)
+		if _, err := ex.ExecContext(ctx, insert, nil); err != nil {
+			return fmt.Errorf("insert rows into %s: %w", t.name, err)
+		}
+		if _, err := ex.ExecContext(ctx, "DROP VIEW "+QuoteIdent(view), nil); err != nil {
+			return fmt.Errorf("drop ingest view: %w", err)
+		}
+		return nil
+	})
+}
+
+// withSeq returns rec with a leading int64 column holding seq in every row, fields named
+// by physical column.
+func withSeq(rec arrow.RecordBatch, seq int64, s *Schema) arrow.RecordBatch {
+	n := int(rec.NumRows())
+	vals := make([]int64, n)
+	for i := range vals {
+		vals[i] = seq
+	}
+	seqArr := array.NewInt64Data(array.NewData(arrow.PrimitiveTypes.Int64, n,
+		[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(vals))}, nil, 0, 0))
+	fields := []arrow.Field{{Name: SeqColumn, Type: arrow.PrimitiveTypes.Int64}}
+	cols := []arrow.Array{seqArr}
+	for i, c := range s.Columns {
+		fields = append(fields, arrow.Field{Name: physicalColumn(c.ID), Type: rec.Column(i).DataType(), Nullable: true})
+		cols = append(cols, rec.Column(i))
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n))
+}
+
+func (w *writer) insertCommitLog(ctx context.Context, tx *writeTx, plans []appendPlan) error {
+	var sb strings.Builder
+	var args []any
+	for _, p := range plans {
+		if p.err != nil || p.commit.Duplicate {
+			continue
+		}
+		if len(args) > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString("(?, ?::UUID, ?, ?, ?, ?, ?, ?, ?)")
+		var key, hash any
+		if p.op.batch.IdempotencyKey != "" {
+			key, hash = p.op.batch.IdempotencyKey, p.op.batch.RequestHash
+		}
+		c := p.commit
+		args = append(args, c.Position.TableID, c.Position.Activation.String(), c.Position.Seq,
+			c.SchemaVersion, c.Rows, c.Bytes, c.CommittedAt, key, hash)
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	return tx.exec(ctx, "INSERT INTO ducktail_catalog.commits VALUES "+sb.String(), args...)
+}
+
+func (w *writer) begin(ctx context.Context) error {
+	if _, err := w.conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	return nil
+}
+
+func (w *writer) commit(ctx context.Context, tx *writeTx) error {
+	_, err := w.conn.ExecContext(ctx, "COMMIT")
+	tx.release()
+	if err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+func (w *writer) rollback(tx *writeTx) {
+	if _, err := w.conn.ExecContext(context.WithoutCancel(w.db.ctx), "ROLLBACK"); err != nil {
+		w.db.Logger.Error("rollback failed", "err", err)
+	}
+	tx.release()
+}
+
+func (tx *writeTx) release() {
+	for _, r := range tx.releases {
+		r()
+	}
+	tx.releases = nil
+}
+
+// runDDL runs one catalog change in its own transaction.
+func (w *writer) runDDL(ctx context.Context, o *op) {
+	if err := o.ctx.Err(); err != nil {
+		o.done <- opResult{err: err}
+		return
+	}
+	if err := w.begin(ctx); err != nil {
+		o.done <- opResult{err: err}
+		return
+	}
+	tx := &writeTx{conn: w.conn}
+	apply, events, value, err := o.ddl(ctx, tx)
+	if err == nil {
+		err = w.commit(ctx, tx)
+	} else {
+		w.rollback(tx)
+	}
+	if err != nil {
+		o.done <- opResult{err: err}
+		return
+	}
+	if apply != nil {
+		w.db.mu.Lock()
+		apply()
+		w.db.mu.Unlock()
+	}
+	for _, e := range events {
+		w.db.Publisher.Publish(e)
+	}
+	o.done <- opResult{value: value}
+}
+
+// change runs fn as a catalog change in the writer and returns its value.
+func (db *DB) change(ctx context.Context, fn ddlFunc) (any, error) {
+	if err := db.checkOpen(); err != nil {
+		return nil, err
+	}
+	res, err := db.writer.submit(ctx, &op{ctx: ctx, ddl: fn, done: make(chan opResult, 1)})
+	return res.value, err
+}
+
+// noteCommitted counts committed bytes and wakes the checkpointer past CheckpointBytes.
+func (w *writer) noteCommitted(n int64) {
+	w.bytesSinceCheckpoint += n
+	if w.bytesSinceCheckpoint < w.db.CheckpointBytes {
+		return
+	}
+	w.bytesSinceCheckpoint = 0
+	select {
+	case w.checkpoint <- struct{}{}:
+	default:
+	}
+}
+
+// runCheckpointer runs CHECKPOINT on a reader connection when woken, so that the WAL is
+// folded into the database file off the commit path.
+func (w *writer) runCheckpointer(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.checkpoint:
+		}
+		start := time.Now()
+		if _, err := w.db.sqlDB.ExecContext(ctx, "CHECKPOINT"); err != nil {
+			w.db.Logger.Warn("checkpoint failed", "err", err)
+			continue
+		}
+		w.db.Logger.Debug("checkpoint", "duration", time.Since(start))
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
