@@ -244,3 +244,15 @@ func retype(arr arrow.Array, dt arrow.DataType) (arrow.Array, error) {
 	data := arr.Data()
 	return array.MakeFromData(array.NewData(dt, data.Len(), data.Buffers(), data.Children(), data.NullN(), data.Offset())), nil
 }
+
+// CommitStats returns how many commits and rows activation a has for after < seq ≤
+// through, from the commit log alone.
+func (tx *ReadTx) CommitStats(ctx context.Context, a Activation, after, through int64) (commits, rows int64, err error) {
+	err = tx.conn.QueryRowContext(ctx, `
+		SELECT count(*), coalesce(sum(rows), 0)::BIGINT FROM ducktail_catalog.commits
+		WHERE activation = ?::UUID AND seq > ? AND seq <= ?`, a.ID.String(), after, through).Scan(&commits, &rows)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read commit stats: %w", err)
+	}
+	return commits, rows, nil
+}

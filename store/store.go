@@ -222,3 +222,12 @@ func (db *DB) checkOpen() error {
 	}
 	return nil
 }
+
+// Ping checks that the database answers a query. Errors: ErrClosed, DuckDB's.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.checkOpen(); err != nil {
+		return err
+	}
+	var one int
+	return db.sqlDB.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+}

@@ -1,0 +1,309 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/ducktail/ducktail/store"
+)
+
+// Defaults for Hub fields left zero (DESIGN.md, "The stream"; seed 000: heartbeat every
+// 15 seconds).
+const (
+	DefaultHeartbeatInterval  = 15 * time.Second
+	DefaultIdleTimeout        = time.Hour
+	DefaultMaxStreamAge       = 24 * time.Hour
+	DefaultMaxBufferedBatches = 1024
+	DefaultMaxBufferedBytes   = 64 << 20
+	DefaultMaxReplayCommits   = 100_000
+	DefaultMaxReplayRows      = 50_000_000
+	DefaultMaxStreams         = 20_000
+	DefaultMaxStreamsPerToken = 200
+	DefaultRetry              = 2 * time.Second
+)
+
+// Errors returned by Hub.Subscribe, before a stream starts; the api maps them to statuses.
+var (
+	// ErrDraining: the server is shutting down and accepts no new streams (503).
+	ErrDraining = errors.New("server is draining; reconnect to another instance or retry")
+	// ErrAdmission: MaxStreams streams are open (503 with Retry-After).
+	ErrAdmission = errors.New("stream admission limit reached")
+	// ErrTokenStreams: the token has MaxStreamsPerToken streams open (429).
+	ErrTokenStreams = errors.New("too many open streams for this token")
+)
+
+// Hub fans every published commit out to the live subscribers of its table. Publish never
+// blocks on a subscriber: each has a bounded queue, and one past its bound is evicted with
+// a reconnect event while the others carry on. Each commit is encoded at most once per
+// framing × encoding in use, and those bytes are shared by every subscriber. Set the
+// exported fields, then call Open; Close undoes Open.
+type Hub struct {
+	// DB is the store replay and baselines are read from.
+	DB *store.DB
+	// Codec encodes cursors.
+	Codec *Codec
+	// HeartbeatInterval: a heartbeat is sent after this long without any event.
+	HeartbeatInterval time.Duration
+	// IdleTimeout ends a stream (reconnect, reason "idle_timeout") after this long without
+	// a schema or batch event; 0 disables it.
+	IdleTimeout time.Duration
+	// MaxStreamAge ends a stream (reconnect, reason "max_stream_age") after this long,
+	// minus up to 10% jitter; 0 disables it.
+	MaxStreamAge time.Duration
+	// MaxBufferedBatches and MaxBufferedBytes bound each subscriber's queue.
+	MaxBufferedBatches int
+	MaxBufferedBytes   int64
+	// MaxReplayCommits and MaxReplayRows bound one resume; past them the stream ends with
+	// refresh-required, reason "replay_limit".
+	MaxReplayCommits int64
+	MaxReplayRows    int64
+	// MaxStreams bounds open streams (admission); MaxStreamsPerToken bounds them per token.
+	MaxStreams         int
+	MaxStreamsPerToken int
+	// Retry is the base reconnect delay sent in retry fields and reconnect events; each
+	// value sent adds up to the same again of random jitter.
+	Retry time.Duration
+	// Logger defaults to slog.Default() with component=stream.
+	Logger *slog.Logger
+
+	mu       sync.Mutex
+	topics   map[int64]map[*Session]struct{} // live subscribers by table id
+	sessions map[*Session]struct{}
+	perToken map[string]int
+	draining bool
+	drained  chan struct{} // closed when draining and no session is left
+
+	dispatchMu   sync.Mutex
+	dispatchQ    []store.Event
+	dispatchWake chan struct{}
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+var _ store.Publisher = (*Hub)(nil)
+
+// NewHub returns a Hub reading from db, with defaults filled in. Set Codec before Open.
+func NewHub(db *store.DB) *Hub {
+	return &Hub{
+		DB:                 db,
+		HeartbeatInterval:  DefaultHeartbeatInterval,
+		IdleTimeout:        DefaultIdleTimeout,
+		MaxStreamAge:       DefaultMaxStreamAge,
+		MaxBufferedBatches: DefaultMaxBufferedBatches,
+		MaxBufferedBytes:   DefaultMaxBufferedBytes,
+		MaxReplayCommits:   DefaultMaxReplayCommits,
+		MaxReplayRows:      DefaultMaxReplayRows,
+		MaxStreams:         DefaultMaxStreams,
+		MaxStreamsPerToken: DefaultMaxStreamsPerToken,
+		Retry:              DefaultRetry,
+	}
+}
+
+// Open starts the dispatcher goroutine.
+func (h *Hub) Open() {
+	if h.Logger == nil {
+		h.Logger = slog.Default().With("component", "stream")
+	}
+	if h.HeartbeatInterval <= 0 {
+		h.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if h.MaxBufferedBatches <= 0 {
+		h.MaxBufferedBatches = DefaultMaxBufferedBatches
+	}
+	if h.MaxBufferedBytes <= 0 {
+		h.MaxBufferedBytes = DefaultMaxBufferedBytes
+	}
+	if h.Retry <= 0 {
+		h.Retry = DefaultRetry
+	}
+	h.topics = map[int64]map[*Session]struct{}{}
+	h.sessions = map[*Session]struct{}{}
+	h.perToken = map[string]int{}
+	h.drained = make(chan struct{})
+	h.dispatchWake = make(chan struct{}, 1)
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		h.dispatch()
+	}()
+}
+
+// Close stops the dispatcher. Open sessions get no more commits; Drain them first.
+func (h *Hub) Close() error {
+	if h.cancel != nil {
+		h.cancel()
+		h.wg.Wait()
+	}
+	return nil
+}
+
+// Publish implements store.Publisher: it queues e for the dispatcher and returns at once.
+func (h *Hub) Publish(e store.Event) {
+	h.dispatchMu.Lock()
+	h.dispatchQ = append(h.dispatchQ, e)
+	h.dispatchMu.Unlock()
+	select {
+	case h.dispatchWake <- struct{}{}:
+	default:
+	}
+}
+
+// dispatch hands each published event to the queues of the subscribers it concerns.
+func (h *Hub) dispatch() {
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-h.dispatchWake:
+		}
+		h.dispatchMu.Lock()
+		events := h.dispatchQ
+		h.dispatchQ = nil
+		h.dispatchMu.Unlock()
+		for _, e := range events {
+			h.fanOut(e)
+		}
+	}
+}
+
+func (h *Hub) fanOut(e store.Event) {
+	it := item{event: e}
+	if e.Kind == store.EventCommit {
+		it.commit = newSharedCommit(e, h.Codec)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e.Kind == store.EventTokenRevoked {
+		for s := range h.sessions {
+			if s.token.ID == e.TokenID {
+				s.end(terminalFrame(s.framing, EventFailure, "token_revoked", 0, "the stream's token was revoked"))
+			}
+		}
+		return
+	}
+	for s := range h.topics[e.Position.TableID] {
+		s.push(it, h.MaxBufferedBatches, h.MaxBufferedBytes)
+	}
+}
+
+// SubscribeRequest describes a stream to open. The api has authenticated the token and checked
+// its purpose and scope.
+type SubscribeRequest struct {
+	Table    string
+	Token    store.Token
+	Framing  Framing
+	Encoding Encoding
+	// Cursor is the Last-Event-ID or ?cursor= value, already checked by CheckLastEventID;
+	// "" starts a new subscription at the current baseline.
+	Cursor string
+}
+
+// Subscribe registers a subscription's live queue on req.Table, before anything is read, so
+// that no commit after the baseline or the replay range can be missed (DESIGN.md, "The
+// stream"). Errors, all before HTTP 200: a CodeNotFound *store.Error for an unknown table,
+// ErrDraining, ErrAdmission, ErrTokenStreams.
+func (h *Hub) Subscribe(req SubscribeRequest) (*Session, error) {
+	info, err := h.DB.Table(req.Table)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.draining:
+		return nil, ErrDraining
+	case h.MaxStreams > 0 && len(h.sessions) >= h.MaxStreams:
+		return nil, ErrAdmission
+	case h.MaxStreamsPerToken > 0 && h.perToken[req.Token.ID] >= h.MaxStreamsPerToken:
+		return nil, ErrTokenStreams
+	}
+	s := newSession(h, req, info)
+	h.sessions[s] = struct{}{}
+	h.perToken[req.Token.ID]++
+	subs := h.topics[info.ID]
+	if subs == nil {
+		subs = map[*Session]struct{}{}
+		h.topics[info.ID] = subs
+	}
+	subs[s] = struct{}{}
+	return s, nil
+}
+
+// remove unregisters s; called once by Session.Close.
+func (h *Hub) remove(s *Session) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.sessions, s)
+	if subs := h.topics[s.tableID]; subs != nil {
+		delete(subs, s)
+		if len(subs) == 0 {
+			delete(h.topics, s.tableID)
+		}
+	}
+	if h.perToken[s.token.ID]--; h.perToken[s.token.ID] <= 0 {
+		delete(h.perToken, s.token.ID)
+	}
+	if h.draining && len(h.sessions) == 0 {
+		select {
+		case <-h.drained:
+		default:
+			close(h.drained)
+		}
+	}
+}
+
+// Streams returns the number of open sessions.
+func (h *Hub) Streams() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+// Drain refuses new streams and asks every open stream to reconnect (reconnect, reason
+// "server_draining", with a retry_ms spread over spread so that clients do not all return
+// at once), then waits until every session closed or ctx ends. Seed 004, "Shutdown".
+func (h *Hub) Drain(ctx context.Context, spread time.Duration) error {
+	h.mu.Lock()
+	h.draining = true
+	if len(h.sessions) == 0 {
+		select {
+		case <-h.drained:
+		default:
+			close(h.drained)
+		}
+	}
+	for s := range h.sessions {
+		retry := h.Retry.Milliseconds()
+		if spread > 0 {
+			retry += rand.Int64N(spread.Milliseconds() + 1)
+		}
+		s.end(terminalFrame(s.framing, EventReconnect, "server_draining", retry, ""))
+	}
+	h.mu.Unlock()
+	select {
+	case <-h.drained:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// RetryMS returns a reconnect delay in milliseconds: Retry plus up to Retry of jitter.
+func (h *Hub) RetryMS() int64 {
+	base := h.Retry.Milliseconds()
+	return base + rand.Int64N(base+1)
+}
+
+// Draining reports whether Drain was called.
+func (h *Hub) Draining() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.draining
+}

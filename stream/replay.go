@@ -1,0 +1,179 @@
+package stream
+
+import (
+	"context"
+	"errors"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/ducktail/ducktail/store"
+)
+
+// Replay chunk bounds: one read transaction reads at most this many commits or rows, so a
+// long replay holds bounded memory and yields frames as it goes.
+const (
+	replayChunkCommits = 256
+	replayChunkRows    = 256 << 10
+)
+
+// replay is the remaining replay of a resumed session: commits after the session's
+// position through the head captured when it started.
+type replay struct {
+	activation store.Activation
+	schemas    map[int]*store.Schema
+	through    int64
+}
+
+// startReplay decodes the cursor, checks that it belongs to this table's current
+// activation and that the range to replay is within bounds, and queues the first schema
+// event. Every unusable cursor ends the stream with refresh-required (DESIGN.md, "The
+// cursor"; seed 002).
+func (s *Session) startReplay(ctx context.Context) error {
+	pos, err := s.hub.Codec.Decode(s.cursor)
+	if err != nil {
+		var ce *CursorError
+		if errors.As(err, &ce) {
+			s.refresh(ce.Reason)
+			return nil
+		}
+		return err
+	}
+	var reason string
+	var r replay
+	var first *store.Schema
+	err = s.hub.DB.Read(ctx, func(tx *store.ReadTx) error {
+		info, err := tx.Table(ctx, s.table)
+		if errors.Is(err, store.ErrTableNotFound) {
+			reason = store.ReasonTableDropped
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		a, err := tx.Activation(ctx, pos.TableID, pos.Activation)
+		switch {
+		case store.ErrorCode(err) == store.CodeNotFound:
+			reason = ReasonForeignCursor
+			return nil
+		case err != nil:
+			return err
+		case a.Ended:
+			reason = a.Reason
+			return nil
+		case pos.TableID != info.ID || info.ID != s.tableID:
+			reason = ReasonForeignCursor
+			return nil
+		case pos.Seq > a.Head:
+			reason = ReasonCursorAhead
+			return nil
+		}
+		commits, rows, err := tx.CommitStats(ctx, a, pos.Seq, a.Head)
+		if err != nil {
+			return err
+		}
+		if (s.hub.MaxReplayCommits > 0 && commits > s.hub.MaxReplayCommits) || (s.hub.MaxReplayRows > 0 && rows > s.hub.MaxReplayRows) {
+			reason = ReasonReplayLimit
+			return nil
+		}
+		schemas, err := tx.Schemas(ctx, a)
+		if err != nil {
+			return err
+		}
+		first = &info.Schema
+		if commits > 0 {
+			next, err := tx.Commits(ctx, a, pos.Seq, pos.Seq+1)
+			if err != nil {
+				return err
+			}
+			first = schemas[next[0].SchemaVersion]
+		}
+		r = replay{activation: a, schemas: schemas, through: a.Head}
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.out = append(s.out, s.internalFailure(err))
+		return nil
+	}
+	if reason != "" {
+		s.refresh(reason)
+		return nil
+	}
+	s.pos = pos
+	if !s.appendSchema(first) {
+		return nil
+	}
+	if r.through > pos.Seq {
+		s.replay = &r
+	}
+	return nil
+}
+
+// replayNext reads the next chunk of the replay from the table and queues its frames;
+// once the replay reached its head the session continues from the live queue, where
+// commits already replayed are dropped by seq.
+func (s *Session) replayNext(ctx context.Context) error {
+	r := s.replay
+	var reason string
+	err := s.hub.DB.Read(ctx, func(tx *store.ReadTx) error {
+		a, err := tx.Activation(ctx, r.activation.TableID, r.activation.ID)
+		if err != nil {
+			return err
+		}
+		if a.Ended {
+			reason = a.Reason
+			return nil
+		}
+		commits, err := tx.Commits(ctx, a, s.pos.Seq, min(r.through, s.pos.Seq+replayChunkCommits))
+		if err != nil {
+			return err
+		}
+		var rows int64
+		for i, c := range commits {
+			rows += c.Rows
+			if rows > replayChunkRows && i > 0 {
+				commits = commits[:i]
+				break
+			}
+		}
+		return tx.ReadCommits(ctx, a, r.schemas, commits, func(c store.CommitInfo, schema *store.Schema, recs []arrow.RecordBatch) error {
+			if schema.Version != s.schemaVersion && !s.appendSchema(schema) {
+				return errors.New("schema frame failed")
+			}
+			var ipcBytes, jsonValue []byte
+			if s.encoding == EncodingJSON {
+				jsonValue = appendJSONRows(nil, recs)
+			} else {
+				var err error
+				if ipcBytes, err = ArrowIPC(schema.Arrow(), recs); err != nil {
+					return err
+				}
+			}
+			pos := store.Position{TableID: a.TableID, Activation: a.ID, Seq: c.Seq}
+			s.out = append(s.out, Frame{
+				Event:  EventBatch,
+				Bytes:  encodePayload(s.framing, EventBatch, s.hub.Codec.Encode(pos), ipcBytes, jsonValue),
+				Commit: CommitMeta{Position: pos, Rows: c.Rows, CommittedAt: c.CommittedAt, Replayed: true},
+			})
+			s.pos = pos
+			return nil
+		})
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.out = append(s.out, s.internalFailure(err))
+		return nil
+	}
+	if reason != "" {
+		s.refresh(reason)
+		return nil
+	}
+	if s.pos.Seq >= r.through {
+		s.replay = nil
+	}
+	return nil
+}

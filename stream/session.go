@@ -1,0 +1,323 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/ducktail/ducktail/store"
+)
+
+// Session is one subscriber's stream: its live queue, registered by Hub.Subscribe, and the
+// state of its delivery. The api calls Next in a loop and writes each frame; Next is not
+// safe for concurrent use, but the hub pushes to the queue concurrently.
+type Session struct {
+	hub      *Hub
+	table    string
+	tableID  int64
+	token    store.Token
+	framing  Framing
+	encoding Encoding
+	cursor   string
+	// deadline is when max_stream_age ends the stream (zero: never), jittered per session.
+	deadline time.Time
+
+	mu          sync.Mutex
+	queue       []item
+	queuedBytes int64
+	ended       *Frame // a terminal frame decided outside Next (drain, revocation, eviction)
+	wake        chan struct{}
+	closeOnce   sync.Once
+
+	// Owned by the goroutine calling Next.
+	started       bool
+	done          bool
+	out           []Frame
+	pos           store.Position // the last position delivered (baseline, replayed or live)
+	schemaVersion int
+	replay        *replay
+	lastData      time.Time
+}
+
+func newSession(h *Hub, req SubscribeRequest, info store.TableInfo) *Session {
+	s := &Session{
+		hub: h, table: info.Name, tableID: info.ID, token: req.Token,
+		framing: req.Framing, encoding: req.Encoding, cursor: req.Cursor,
+		wake: make(chan struct{}, 1),
+	}
+	if h.MaxStreamAge > 0 {
+		s.deadline = time.Now().Add(h.MaxStreamAge - time.Duration(rand.Int64N(int64(h.MaxStreamAge)/10+1)))
+	}
+	return s
+}
+
+// Close unregisters the session from the hub. It is safe to call more than once.
+func (s *Session) Close() {
+	s.closeOnce.Do(func() { s.hub.remove(s) })
+}
+
+// Table returns the name of the table the session streams.
+func (s *Session) Table() string { return s.table }
+
+// push queues it, or evicts the session when its queue is past either bound. It never
+// blocks beyond the queue's short lock (DESIGN.md: the publisher never blocks).
+func (s *Session) push(it item, maxBatches int, maxBytes int64) {
+	s.mu.Lock()
+	if s.ended != nil {
+		s.mu.Unlock()
+		return
+	}
+	var size int64
+	if it.commit != nil {
+		size = it.commit.size
+	}
+	if len(s.queue) >= maxBatches || (len(s.queue) > 0 && s.queuedBytes+size > maxBytes) {
+		s.queue, s.queuedBytes = nil, 0
+		f := terminalFrame(s.framing, EventReconnect, "slow_consumer", s.hub.RetryMS(), "")
+		s.ended = &f
+	} else {
+		s.queue = append(s.queue, it)
+		s.queuedBytes += size
+	}
+	s.mu.Unlock()
+	s.signal()
+}
+
+// end makes f the session's next and last frame, unless one is already decided.
+func (s *Session) end(f Frame) {
+	s.mu.Lock()
+	if s.ended == nil {
+		s.ended = &f
+	}
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *Session) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Next returns the next frame to write: first a schema event (or, when the cursor cannot
+// be used, a terminal refresh-required), then replayed and live batch events with schema
+// events where the schema changes, heartbeats when idle for HeartbeatInterval, and finally
+// one terminal event, after which it returns io.EOF. It blocks until a frame is ready or
+// ctx ends (then ctx's error).
+func (s *Session) Next(ctx context.Context) (Frame, error) {
+	for {
+		if len(s.out) > 0 {
+			f := s.out[0]
+			s.out = s.out[1:]
+			if f.Terminal {
+				s.done, s.out = true, nil
+			}
+			return f, nil
+		}
+		if s.done {
+			return Frame{}, io.EOF
+		}
+		if f, ok := s.takeEnded(); ok {
+			s.out = append(s.out, f)
+			continue
+		}
+		if !s.started {
+			s.started = true
+			s.lastData = time.Now()
+			if err := s.start(ctx); err != nil {
+				return Frame{}, err
+			}
+			continue
+		}
+		if s.replay != nil {
+			if err := s.replayNext(ctx); err != nil {
+				return Frame{}, err
+			}
+			continue
+		}
+		if s.drainQueue(); len(s.out) > 0 {
+			continue
+		}
+		if err := s.wait(ctx); err != nil {
+			return Frame{}, err
+		}
+	}
+}
+
+func (s *Session) takeEnded() (Frame, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended == nil {
+		return Frame{}, false
+	}
+	return *s.ended, true
+}
+
+// deadline is a moment at which wait adds a frame when nothing else happened first.
+type deadline struct {
+	at    time.Time
+	frame func() Frame
+}
+
+// wait blocks until the queue has something, a deadline passes (adding a heartbeat or a
+// terminal frame to out) or ctx ends.
+func (s *Session) wait(ctx context.Context) error {
+	h := s.hub
+	next := deadline{time.Now().Add(h.HeartbeatInterval), func() Frame { return heartbeatFrames[s.framing] }}
+	others := []deadline{
+		{s.deadline, func() Frame { return terminalFrame(s.framing, EventReconnect, "max_stream_age", h.RetryMS(), "") }},
+		{s.token.ExpiresAt, func() Frame {
+			return terminalFrame(s.framing, EventFailure, "token_expired", 0, "the stream's token expired")
+		}},
+	}
+	if h.IdleTimeout > 0 {
+		others = append(others, deadline{s.lastData.Add(h.IdleTimeout), func() Frame {
+			return terminalFrame(s.framing, EventReconnect, "idle_timeout", h.RetryMS(), "")
+		}})
+	}
+	for _, d := range others {
+		if !d.at.IsZero() && d.at.Before(next.at) {
+			next = d
+		}
+	}
+	timer := time.NewTimer(max(time.Until(next.at), 0))
+	defer timer.Stop()
+	select {
+	case <-s.wake:
+		return nil
+	case <-timer.C:
+		s.out = append(s.out, next.frame())
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// drainQueue turns queued items into frames.
+func (s *Session) drainQueue() {
+	s.mu.Lock()
+	items := s.queue
+	s.queue, s.queuedBytes = nil, 0
+	s.mu.Unlock()
+	for i, it := range items {
+		if !s.deliver(it) {
+			// A terminal frame: nothing after it is delivered.
+			clear(items[i+1:])
+			return
+		}
+	}
+}
+
+// deliver adds the frames for one live item to out; false when it ended the stream.
+func (s *Session) deliver(it item) bool {
+	e := it.event
+	switch e.Kind {
+	case store.EventActivationEnded:
+		if e.Position.Activation != s.pos.Activation {
+			return true
+		}
+		s.out = append(s.out, terminalFrame(s.framing, EventRefreshRequired, e.Reason, 0, ""))
+		return false
+	case store.EventSchema:
+		if e.Position.Activation != s.pos.Activation || e.Schema.Version <= s.schemaVersion {
+			return true
+		}
+		return s.appendSchema(e.Schema)
+	case store.EventCommit:
+		if e.Position.Activation != s.pos.Activation {
+			s.out = append(s.out, terminalFrame(s.framing, EventRefreshRequired, store.ReasonTableReset, 0, ""))
+			return false
+		}
+		if e.Position.Seq <= s.pos.Seq {
+			return true // covered by the baseline or the replay
+		}
+		if e.Position.Seq != s.pos.Seq+1 {
+			s.hub.Logger.Error("stream gap", "table", s.table, "have", s.pos.Seq, "got", e.Position.Seq)
+			s.out = append(s.out, terminalFrame(s.framing, EventFailure, "internal", 0, "the stream lost its place; resume from the last cursor"))
+			return false
+		}
+		if e.Schema.Version != s.schemaVersion && !s.appendSchema(e.Schema) {
+			return false
+		}
+		f, err := it.commit.frame(s.framing, s.encoding)
+		if err != nil {
+			s.out = append(s.out, s.internalFailure(err))
+			return false
+		}
+		s.out = append(s.out, f)
+		s.pos = e.Position
+		s.lastData = time.Now()
+	}
+	return true
+}
+
+// appendSchema adds a schema event for schema, whose id is the last delivered position:
+// a schema change acknowledges no data (seed 000, "schema").
+func (s *Session) appendSchema(schema *store.Schema) bool {
+	f, err := s.schemaFrame(schema)
+	if err != nil {
+		s.out = append(s.out, s.internalFailure(err))
+		return false
+	}
+	s.out = append(s.out, f)
+	s.schemaVersion = schema.Version
+	s.lastData = time.Now()
+	return true
+}
+
+func (s *Session) schemaFrame(schema *store.Schema) (Frame, error) {
+	id := s.hub.Codec.Encode(s.pos)
+	if s.encoding == EncodingJSON {
+		return Frame{Event: EventSchema, Bytes: encodePayload(s.framing, EventSchema, id, nil, appendJSONSchema(nil, schema))}, nil
+	}
+	ipcBytes, err := ArrowIPC(schema.Arrow(), nil)
+	if err != nil {
+		return Frame{}, err
+	}
+	return Frame{Event: EventSchema, Bytes: encodePayload(s.framing, EventSchema, id, ipcBytes, nil)}, nil
+}
+
+func (s *Session) internalFailure(err error) Frame {
+	s.hub.Logger.Error("stream failed", "table", s.table, "err", err)
+	return terminalFrame(s.framing, EventFailure, "internal", 0, "internal error")
+}
+
+func (s *Session) refresh(reason string) {
+	s.out = append(s.out, terminalFrame(s.framing, EventRefreshRequired, reason, 0, ""))
+}
+
+// start captures the baseline of a new subscription, or validates the cursor of a resume
+// and plans its replay. The live queue was registered by Subscribe, before this read.
+func (s *Session) start(ctx context.Context) error {
+	if s.cursor != "" {
+		return s.startReplay(ctx)
+	}
+	var info store.TableInfo
+	err := s.hub.DB.Read(ctx, func(tx *store.ReadTx) error {
+		var err error
+		info, err = tx.Table(ctx, s.table)
+		return err
+	})
+	if errors.Is(err, store.ErrTableNotFound) {
+		s.refresh(store.ReasonTableDropped)
+		return nil
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.out = append(s.out, s.internalFailure(err))
+		return nil
+	}
+	if info.ID != s.tableID {
+		s.refresh(store.ReasonTableDropped)
+		return nil
+	}
+	s.pos = info.Head
+	s.appendSchema(&info.Schema)
+	return nil
+}
