@@ -1,0 +1,400 @@
+package snapshot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ducktail/ducktail/store"
+)
+
+// AllowedTableFunctions are the only table functions a query may call (FROM f(…)): they
+// compute rows from their arguments alone. Every other table function is refused:
+// file readers (read_csv, read_parquet, read_text, read_blob, glob, …), catalog and
+// system views (duckdb_tables, duckdb_settings, pragma_*, sql_auto_complete, …), SQL
+// runners (query, query_table, json_execute_serialized_sql), table macros that read a
+// table named by a string (histogram) and functions with side effects (checkpoint,
+// enable_logging, …).
+var AllowedTableFunctions = []string{"generate_series", "json_each", "json_tree", "range", "repeat", "unnest"}
+
+// DeniedFunctions are scalar, aggregate and window functions (and DuckDB's built-in
+// macros) a query may not call, with the reason. They are the ones that read what a
+// query must not see, reach outside the query's rows, or hold a reader connection idle.
+// The table functions that run SQL or read files are listed too, as a second net behind
+// AllowedTableFunctions: every function call in the tree is checked against this list.
+var DeniedFunctions = map[string]string{
+	"current_setting":             "reads server configuration",
+	"getenv":                      "reads the server's environment",
+	"nextval":                     "reads the catalog's sequences",
+	"currval":                     "reads the catalog's sequences",
+	"query":                       "runs SQL outside the sandbox",
+	"query_table":                 "reads tables named by a string",
+	"json_execute_serialized_sql": "runs SQL outside the sandbox",
+	"read_blob":                   "reads files",
+	"read_text":                   "reads files",
+	"sql_auto_complete":           "lists catalog names",
+	"col_description":             "reads the catalog",
+	"obj_description":             "reads the catalog",
+	"shobj_description":           "reads the catalog",
+	"format_type":                 "reads the catalog",
+	"get_block_size":              "reads storage information",
+	"write_log":                   "writes to the database log",
+	"sleep_ms":                    "holds a reader connection idle",
+}
+
+// DeniedFunctionPrefixes deny whole families of functions by name prefix, with the
+// reason: duckdb_* and pragma_* report on the system, pg_* are the PostgreSQL
+// compatibility macros (pg_get_viewdef reads view definitions, pg_sleep sleeps). Names
+// ending in "_privilege" (has_table_privilege, …) are denied too.
+var DeniedFunctionPrefixes = map[string]string{
+	"duckdb_": "reads system information",
+	"pragma_": "reads system information",
+	"pg_":     "reads the catalog or holds a reader connection idle",
+}
+
+// userSchema is the schema holding the users' table views (store package comment).
+const userSchema = "main"
+
+// vetted is what vetting learned about a query.
+type vetted struct {
+	// tables are the user tables the query reads, each once, by lower-case name, as of
+	// the read transaction.
+	tables map[string]store.TableInfo
+	// params is the number of positional parameters the query takes.
+	params int
+}
+
+// vet parses sqlText with DuckDB's parser inside tx, without executing it, and checks it
+// against the sandbox rules (package comment). allowTable reports whether the caller
+// may read a table. Errors (*store.Error): CodeInvalid for an empty query, a syntax error
+// or named parameters; CodeUnprocessable for anything the sandbox refuses; CodeForbidden
+// for a table the caller may not read; CodeNotFound for an unknown table.
+func vet(ctx context.Context, tx *store.ReadTx, sqlText string, allowTable func(string) bool) (*vetted, error) {
+	out, err := tx.QueryString(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", sqlText)
+	if err != nil {
+		return nil, fmt.Errorf("parse query: %w", err)
+	}
+	var parsed struct {
+		Error        bool              `json:"error"`
+		ErrorType    string            `json:"error_type"`
+		ErrorMessage string            `json:"error_message"`
+		Position     string            `json:"position"`
+		Statements   []json.RawMessage `json:"statements"`
+	}
+	if err := json.Unmarshal([]byte(out), &parsed); err != nil {
+		return nil, fmt.Errorf("parse query: json_serialize_sql output: %w", err)
+	}
+	switch {
+	case parsed.Error && parsed.ErrorType == "parser":
+		msg := "SQL syntax error: " + parsed.ErrorMessage
+		if parsed.Position != "" {
+			msg += " (at byte " + parsed.Position + ")"
+		}
+		return nil, store.Errorf(store.CodeInvalid, "%s", msg)
+	case parsed.Error:
+		return nil, notASelect(sqlText)
+	case len(parsed.Statements) == 0:
+		return nil, store.Errorf(store.CodeInvalid, "the query is empty")
+	case len(parsed.Statements) > 1:
+		return nil, store.Errorf(store.CodeUnprocessable, "only one SELECT statement per request (got %d statements)", len(parsed.Statements))
+	}
+	var stmt struct {
+		Node          any `json:"node"`
+		NamedParamMap []struct {
+			Key string `json:"key"`
+		} `json:"named_param_map"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(parsed.Statements[0])))
+	dec.UseNumber()
+	if err := dec.Decode(&stmt); err != nil {
+		return nil, fmt.Errorf("parse query: statement: %w", err)
+	}
+	w := &walker{ctx: ctx, tx: tx, allowTable: allowTable, tables: map[string]store.TableInfo{}}
+	if err := w.walk(stmt.Node, nil); err != nil {
+		return nil, err
+	}
+	v := &vetted{tables: w.tables}
+	for _, p := range stmt.NamedParamMap {
+		n, err := strconv.Atoi(p.Key)
+		if err != nil {
+			return nil, store.Errorf(store.CodeInvalid, "named parameter $%s is not supported; use ? or $1, $2, …", p.Key)
+		}
+		v.params = max(v.params, n)
+	}
+	return v, nil
+}
+
+// notASelect explains why DuckDB would not serialize sqlText, which parsed: a statement in
+// it is not a SELECT. The first keyword tells the common case, a single other statement.
+func notASelect(sqlText string) error {
+	switch kw := firstKeyword(sqlText); kw {
+	case "", "SELECT", "WITH", "FROM", "VALUES", "TABLE", "(":
+		return store.Errorf(store.CodeUnprocessable, "only one SELECT statement per request, and only SELECT: the query holds a statement that is not a SELECT")
+	default:
+		return store.Errorf(store.CodeUnprocessable, "only SELECT is allowed (got %s)", kw)
+	}
+}
+
+// firstKeyword returns the first word of sqlText in upper case, skipping white space and
+// comments, or "(" when it opens with a parenthesis.
+func firstKeyword(sqlText string) string {
+	s := sqlText
+	for {
+		s = strings.TrimLeft(s, " \t\r\n\f")
+		switch {
+		case strings.HasPrefix(s, "--"):
+			_, s, _ = strings.Cut(s, "\n")
+		case strings.HasPrefix(s, "/*"):
+			_, s, _ = strings.Cut(s[2:], "*/")
+		case strings.HasPrefix(s, "("):
+			return "("
+		default:
+			end := strings.IndexFunc(s, func(r rune) bool {
+				return !(r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z')
+			})
+			if end < 0 {
+				end = len(s)
+			}
+			return strings.ToUpper(s[:end])
+		}
+	}
+}
+
+// walker checks a statement's syntax tree, as serialized by json_serialize_sql, and
+// collects the user tables it reads.
+type walker struct {
+	ctx        context.Context
+	tx         *store.ReadTx
+	allowTable func(string) bool
+	tables     map[string]store.TableInfo
+	// database is the name of the attached database file's catalog, read when needed.
+	database string
+}
+
+// scope is the CTE names visible at a point of the tree, innermost first.
+type scope struct {
+	names  []string
+	parent *scope
+}
+
+// has reports whether name is a visible CTE; DuckDB matches CTE names case-insensitively.
+func (s *scope) has(name string) bool {
+	for ; s != nil; s = s.parent {
+		for _, n := range s.names {
+			if strings.EqualFold(n, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// plainTableRefTypes are the FROM items that name nothing themselves and are checked
+// through their children. BASE_TABLE, TABLE_FUNCTION and SHOW_REF have their own checks;
+// any other FROM item is refused.
+var plainTableRefTypes = map[string]bool{"SUBQUERY": true, "JOIN": true, "EXPRESSION_LIST": true, "EMPTY": true, "PIVOT": true}
+
+// walk checks node and everything below it. Object keys are visited in sorted order, so
+// that a query breaking several rules always gets the same answer.
+func (w *walker) walk(node any, sc *scope) error {
+	switch n := node.(type) {
+	case []any:
+		for _, child := range n {
+			if err := w.walk(child, sc); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		if cteMap, ok := n["cte_map"].(map[string]any); ok {
+			var err error
+			if sc, err = w.walkCTEs(cteMap, sc); err != nil {
+				return err
+			}
+		}
+		if err := w.checkTableRef(n, sc); err != nil {
+			return err
+		}
+		if name, ok := n["function_name"].(string); ok {
+			if _, expr := n["class"]; expr {
+				if err := checkFunction(name); err != nil {
+					return err
+				}
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(n)) {
+			if k == "cte_map" {
+				continue
+			}
+			if err := w.walk(n[k], sc); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// walkCTEs checks the CTE definitions of one query node and returns the scope of the
+// node's body. As DuckDB binds them, a CTE's body sees the CTEs defined before it, and
+// itself only when it is recursive (a RECURSIVE_CTE_NODE of its own name).
+func (w *walker) walkCTEs(cteMap map[string]any, sc *scope) (*scope, error) {
+	inner := &scope{parent: sc}
+	entries, _ := cteMap["map"].([]any)
+	for _, e := range entries {
+		entry, _ := e.(map[string]any)
+		name, _ := entry["key"].(string)
+		if isRecursiveCTE(entry["value"], name) {
+			inner.names = append(inner.names, name)
+			if err := w.walk(entry["value"], inner); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := w.walk(entry["value"], inner); err != nil {
+			return nil, err
+		}
+		inner.names = append(inner.names, name)
+	}
+	return inner, nil
+}
+
+func isRecursiveCTE(value any, name string) bool {
+	v, _ := value.(map[string]any)
+	q, _ := v["query"].(map[string]any)
+	node, _ := q["node"].(map[string]any)
+	cteName, _ := node["cte_name"].(string)
+	return node["type"] == "RECURSIVE_CTE_NODE" && strings.EqualFold(cteName, name)
+}
+
+// checkTableRef checks a tree object that is a FROM item (a DuckDB TableRef) and ignores
+// any other. The three types that name something are recognized by their type alone, so
+// that they are checked wherever they appear.
+func (w *walker) checkTableRef(n map[string]any, sc *scope) error {
+	typ, _ := n["type"].(string)
+	switch typ {
+	case "BASE_TABLE":
+		return w.checkBaseTable(n, sc)
+	case "TABLE_FUNCTION":
+		fn, _ := n["function"].(map[string]any)
+		name, _ := fn["function_name"].(string)
+		if !slices.Contains(AllowedTableFunctions, strings.ToLower(name)) {
+			return store.Errorf(store.CodeUnprocessable, "table function %s() is not allowed; queries may use only %s()",
+				name, strings.Join(AllowedTableFunctions, "(), "))
+		}
+	case "SHOW_REF":
+		if table, _ := n["table_name"].(string); table != "" || n["query"] == nil {
+			return store.Errorf(store.CodeUnprocessable, "SHOW is not allowed; DESCRIBE and SUMMARIZE are, on a table or query")
+		}
+	default:
+		if isTableRef(n) && !plainTableRefTypes[typ] {
+			return store.Errorf(store.CodeUnprocessable, "unsupported FROM item (%s)", strings.ToLower(typ))
+		}
+	}
+	return nil
+}
+
+// isTableRef reports whether a tree object is a FROM item: it has a type, an alias, a
+// sample and a query location, and is not an expression (class) or a query node
+// (modifiers).
+func isTableRef(n map[string]any) bool {
+	_, typed := n["type"].(string)
+	_, alias := n["alias"]
+	_, sample := n["sample"]
+	_, loc := n["query_location"]
+	_, class := n["class"]
+	_, modifiers := n["modifiers"]
+	return typed && alias && sample && loc && !class && !modifiers
+}
+
+// checkBaseTable checks a table name: a CTE in scope, or a live user table the caller
+// may read, in schema main of this database.
+func (w *walker) checkBaseTable(n map[string]any, sc *scope) error {
+	name, _ := n["table_name"].(string)
+	schema, _ := n["schema_name"].(string)
+	catalog, _ := n["catalog_name"].(string)
+	if schema == "" && catalog == "" && sc.has(name) {
+		return nil
+	}
+	relation := qualifiedName(catalog, schema, name)
+	refuse := func() error {
+		return store.Errorf(store.CodeUnprocessable, "reading %s is not allowed: queries may read only ducktail tables", relation)
+	}
+	if schema != "" && !strings.EqualFold(schema, userSchema) {
+		return refuse()
+	}
+	if catalog != "" {
+		db, err := w.databaseName()
+		if err != nil {
+			return err
+		}
+		if !strings.EqualFold(catalog, db) {
+			return refuse()
+		}
+	}
+	if store.ValidateTableName(name) != nil {
+		return refuse()
+	}
+	info, err := w.tx.Table(w.ctx, name)
+	canonical := name
+	if err == nil {
+		canonical = info.Name
+	}
+	// Scope first: a token that may not read a table learns nothing about whether it exists.
+	if w.allowTable == nil || !w.allowTable(canonical) {
+		return store.Errorf(store.CodeForbidden, "this token may not read table %s", strconv.Quote(canonical))
+	}
+	if err != nil {
+		var se *store.Error
+		if errors.As(err, &se) && se.Code == store.CodeNotFound {
+			return store.Errorf(store.CodeNotFound, "%s; queries may read only ducktail tables", se.Message)
+		}
+		return err
+	}
+	w.tables[strings.ToLower(info.Name)] = info
+	return nil
+}
+
+// databaseName returns the catalog name of the database file, as DuckDB names it.
+func (w *walker) databaseName() (string, error) {
+	if w.database == "" {
+		db, err := w.tx.QueryString(w.ctx, "SELECT current_database()")
+		if err != nil {
+			return "", fmt.Errorf("read database name: %w", err)
+		}
+		w.database = db
+	}
+	return w.database, nil
+}
+
+// qualifiedName quotes a relation name for messages: "catalog"."schema"."name".
+func qualifiedName(parts ...string) string {
+	var quoted []string
+	for _, p := range parts {
+		if p != "" {
+			quoted = append(quoted, strconv.Quote(p))
+		}
+	}
+	return strings.Join(quoted, ".")
+}
+
+// checkFunction refuses a denied scalar, aggregate or window function.
+func checkFunction(name string) error {
+	lower := strings.ToLower(name)
+	why, denied := DeniedFunctions[lower]
+	for prefix, reason := range DeniedFunctionPrefixes {
+		if strings.HasPrefix(lower, prefix) {
+			why, denied = reason, true
+		}
+	}
+	if strings.HasSuffix(lower, "_privilege") {
+		why, denied = "reads the catalog", true
+	}
+	if denied {
+		return store.Errorf(store.CodeUnprocessable, "function %s() is not allowed: it %s", name, why)
+	}
+	return nil
+}
