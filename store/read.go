@@ -95,7 +95,8 @@ func (tx *ReadTx) QueryArrow(ctx context.Context, query string, args []any, fn f
 	})
 }
 
-// QueryString runs a query returning one VARCHAR value, such as json_serialize_sql(?).
+// QueryString runs a query returning one VARCHAR value, such as
+// json_serialize_sql(?::VARCHAR)::VARCHAR (without the casts duckdb-go scans a map).
 func (tx *ReadTx) QueryString(ctx context.Context, query string, args ...any) (string, error) {
 	var s string
 	err := tx.conn.QueryRowContext(ctx, query, args...).Scan(&s)

@@ -1,0 +1,53 @@
+# ducktail — build, run and test. Builds need cgo (gcc/g++) and the duckdb_arrow tag,
+# which enables duckdb-go's Arrow interface (github.com/duckdb/duckdb-go/v2).
+GO       ?= go
+TAGS     := duckdb_arrow
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+FUZZTIME ?= 30s
+export CGO_ENABLED := 1
+
+.PHONY: build run test vet bench bench-data fuzz fuzz-ci ui clean
+
+## build: the ducktail binary in bin/
+build:
+	$(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o bin/ducktail ./cmd/ducktail
+
+## run: ducktail on the embedded default: ./data/ducktail.duckdb, TLS on :8443 with a
+## self-signed certificate, the admin token printed once (and kept in ./data/admin.token)
+run: build
+	./bin/ducktail serve --data-dir ./data --addr :8443
+
+## test: vet and every test (the Node.js and Chromium tests run when their packages are
+## installed; .ci/run installs them and makes them required)
+test: vet
+	$(GO) test -tags $(TAGS) -count=1 -timeout 30m ./...
+
+vet:
+	$(GO) vet -tags $(TAGS) ./...
+
+## bench: Go benchmarks; writes docs/benchmarks.md with the numbers and the method
+bench: bench-data
+	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem -benchtime 1x -count 1 -timeout 60m ./... | tee bin/bench.out
+	$(GO) run -tags $(TAGS) ./cmd/ducktail bench-report bin/bench.out > docs/benchmarks.md
+
+## bench-data: the 3M-row flights Parquet file (vega-datasets 3.2.1, npm registry)
+bench-data: testdata/bench/flights-3m.parquet
+testdata/bench/flights-3m.parquet:
+	mkdir -p testdata/bench
+	cd testdata/bench && npm pack vega-datasets@3.2.1 --silent >/dev/null && tar -xzf vega-datasets-3.2.1.tgz package/data/flights-3m.parquet && mv package/data/flights-3m.parquet . && rm -rf package vega-datasets-3.2.1.tgz
+
+## fuzz: each fuzz target for FUZZTIME (default 30s)
+FUZZ_TARGETS := ./api:FuzzDecodeCSV ./api:FuzzDecodeJSON ./api:FuzzDecodeNDJSON ./api:FuzzDecodeArrow \
+	./stream:FuzzCursorDecode ./stream:FuzzCheckLastEventID ./api:FuzzSSEEncoding
+fuzz:
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "== $$fn ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done
+
+## fuzz-ci: each fuzz target briefly, so that corpus regressions fail CI
+fuzz-ci:
+	$(MAKE) fuzz FUZZTIME=5s
+
+clean:
+	rm -rf bin

@@ -1,0 +1,100 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ducktail/ducktail/stream"
+)
+
+// metrics holds the server's Prometheus collectors, all named ducktail_*.
+type metrics struct {
+	registry *prometheus.Registry
+
+	requests        *prometheus.CounterVec
+	requestDuration *prometheus.HistogramVec
+	problems        *prometheus.CounterVec
+	authFailures    *prometheus.CounterVec
+
+	ingestCommits  prometheus.Counter
+	ingestRows     prometheus.Counter
+	ingestBytes    prometheus.Counter
+	ingestRejects  *prometheus.CounterVec
+	ingestDuration prometheus.Histogram
+
+	queries       prometheus.Counter
+	queryRefusals *prometheus.CounterVec
+
+	streamsActive  prometheus.Gauge
+	streamRefusals *prometheus.CounterVec
+	framesSent     *prometheus.CounterVec
+	bytesSent      prometheus.Counter
+	streamEnds     *prometheus.CounterVec
+	commitToWrite  prometheus.Histogram
+}
+
+// latencyBuckets span 100 µs to 10 s.
+var latencyBuckets = prometheus.ExponentialBuckets(0.0001, 2.5, 12)
+
+func newMetrics(reg *prometheus.Registry, hub *stream.Hub) *metrics {
+	f := func(c prometheus.Collector) { reg.MustRegister(c) }
+	m := &metrics{
+		registry: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ducktail_http_requests_total",
+			Help: "HTTP requests by method, route pattern and status."}, []string{"method", "route", "status"}),
+		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ducktail_http_request_duration_seconds",
+			Help: "HTTP request duration by route pattern (streams: their whole life).", Buckets: latencyBuckets}, []string{"route"}),
+		problems: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ducktail_http_problems_total",
+			Help: "Problem+json answers by status and code."}, []string{"status", "code"}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ducktail_auth_failures_total",
+			Help: "Refused tokens by reason: missing, malformed, unknown, expired, revoked, rate_limited."}, []string{"reason"}),
+		ingestCommits: prometheus.NewCounter(prometheus.CounterOpts{Name: "ducktail_ingest_commits_total", Help: "Commits made by ingest requests."}),
+		ingestRows:    prometheus.NewCounter(prometheus.CounterOpts{Name: "ducktail_ingest_rows_total", Help: "Rows committed by ingest requests."}),
+		ingestBytes:   prometheus.NewCounter(prometheus.CounterOpts{Name: "ducktail_ingest_bytes_total", Help: "Request body bytes of committed ingest requests."}),
+		ingestRejects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ducktail_ingest_rejects_total",
+			Help: "Refused ingest requests by reason (error code)."}, []string{"reason"}),
+		ingestDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ducktail_ingest_duration_seconds",
+			Help: "Time from ingest request to acknowledged commit.", Buckets: latencyBuckets}),
+		queries: prometheus.NewCounter(prometheus.CounterOpts{Name: "ducktail_queries_total", Help: "Queries answered."}),
+		queryRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ducktail_query_refusals_total",
+			Help: "Refused or failed queries by reason (error code)."}, []string{"reason"}),
+		streamsActive: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ducktail_streams_active", Help: "Open streams."}),
+		streamRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ducktail_stream_refusals_total",
+			Help: "Streams refused before they started, by reason."}, []string{"reason"}),
+		framesSent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ducktail_stream_frames_total",
+			Help: "Stream events written, by event type."}, []string{"event"}),
+		bytesSent: prometheus.NewCounter(prometheus.CounterOpts{Name: "ducktail_stream_bytes_total", Help: "Stream bytes written."}),
+		streamEnds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ducktail_stream_terminal_events_total",
+			Help: "Terminal stream events by event and reason: evictions (reconnect slow_consumer), refresh-required by reason, failures by code."}, []string{"event", "reason"}),
+		commitToWrite: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ducktail_stream_commit_to_write_seconds",
+			Help: "Time from a commit to the write of its live batch event to a subscriber.", Buckets: latencyBuckets}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.requestDuration, m.problems, m.authFailures,
+		m.ingestCommits, m.ingestRows, m.ingestBytes, m.ingestRejects, m.ingestDuration,
+		m.queries, m.queryRefusals, m.streamsActive, m.streamRefusals, m.framesSent, m.bytesSent, m.streamEnds, m.commitToWrite,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		f(c)
+	}
+	return m
+}
+
+// observeFrame counts one written frame of n bytes.
+func (m *metrics) observeFrame(f stream.Frame, n int) {
+	m.framesSent.WithLabelValues(f.Event).Inc()
+	m.bytesSent.Add(float64(n))
+	if f.Terminal {
+		m.streamEnds.WithLabelValues(f.Event, f.Reason).Inc()
+	}
+	if f.Event == stream.EventBatch && !f.Commit.Replayed && !f.Commit.CommittedAt.IsZero() {
+		m.commitToWrite.Observe(time.Since(f.Commit.CommittedAt).Seconds())
+	}
+}
+
+// metricsHandler serves GET /metrics in the Prometheus text format.
+func (s *Server) metricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{Registry: s.metrics.registry})
+}

@@ -1,0 +1,123 @@
+package api
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/ducktail/ducktail/snapshot"
+	"github.com/ducktail/ducktail/store"
+)
+
+// CursorHeader carries the cursor of a table snapshot: subscribing with it continues
+// exactly after the snapshot (DESIGN.md, "The atomic hand-off").
+const CursorHeader = "Ducktail-Cursor"
+
+// CursorsHeader carries the cursor of every table a query read, as a comma-separated list
+// of table=cursor pairs.
+const CursorsHeader = "Ducktail-Cursors"
+
+// tableSnapshot: GET /v1/tables/{table}/snapshot streams a consistent snapshot of the
+// table in the format the Accept header asks for (Arrow IPC stream, JSON, NDJSON, CSV or
+// Parquet), with its cursor in Ducktail-Cursor, taken in the same read transaction.
+// Query, stream and admin tokens may read it: a stream consumer rebuilds from it after
+// refresh-required. 404 unknown table, 406 unsupported Accept.
+func (s *Server) tableSnapshot(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "table")
+	tok := tokenFrom(r)
+	if err := allow(tok, store.PurposeQuery, name); err != nil && allow(tok, store.PurposeStream, name) != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	format, contentType, err := snapshot.Negotiate(r.Header.Get("Accept"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	started := false
+	out := deadlineWriter{w: w, rc: http.NewResponseController(w), s: s}
+	err = s.reader.Table(r.Context(), name, format, out, func(head store.Position) {
+		started = true
+		w.Header().Set("Content-Type", contentType)
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set(CursorHeader, s.codec.Encode(head))
+		w.WriteHeader(http.StatusOK)
+	})
+	switch {
+	case err == nil:
+	case !started:
+		s.writeError(w, r, err)
+	default:
+		// The status is sent: abort the response so the client sees a truncated body,
+		// never a complete-looking one.
+		s.log.Warn("snapshot failed after the first byte", "table", name, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// queryRequest is the body of POST /v1/query: one SELECT and its positional parameters.
+type queryRequest struct {
+	SQL    string `json:"sql"`
+	Params []any  `json:"params"`
+}
+
+// query: POST /v1/query runs one sandboxed SELECT in one read transaction and answers
+// its result in the format the Accept header asks for, with the cursor of every table it
+// read (Ducktail-Cursors, and in the JSON body), taken in the same transaction. Query and
+// admin tokens may query; a table-scoped token reads only its table. 400/403/422 for
+// refused SQL, 413 result too large.
+func (s *Server) query(w http.ResponseWriter, r *http.Request) {
+	tok := tokenFrom(r)
+	if err := allow(tok, store.PurposeQuery, tok.Table); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req queryRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	format, _, err := snapshot.Negotiate(r.Header.Get("Accept"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.reader.Query(r.Context(), req.SQL, req.Params, format, func(table string) bool {
+		return tok.Allows(store.PurposeQuery, table)
+	})
+	if err != nil {
+		s.metrics.queryRefusals.WithLabelValues(string(store.ErrorCode(err))).Inc()
+		s.writeError(w, r, err)
+		return
+	}
+	s.metrics.queries.Inc()
+	names := make([]string, 0, len(res.Cursors))
+	for name := range res.Cursors {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	pairs := make([]string, len(names))
+	for i, name := range names {
+		pairs[i] = name + "=" + s.codec.Encode(res.Cursors[name])
+	}
+	w.Header().Set(CursorsHeader, strings.Join(pairs, ", "))
+	w.Header().Set("Content-Type", res.ContentType)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	w.Write(res.Body)
+}
+
+// deadlineWriter gives each write of a long response its own StreamWriteTimeout, so that
+// a large snapshot is not cut by the server-wide WriteTimeout while it makes progress.
+type deadlineWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+	s  *Server
+}
+
+func (d deadlineWriter) Write(p []byte) (int, error) {
+	d.s.deadline(d.rc)
+	return d.w.Write(p)
+}

@@ -1,0 +1,142 @@
+// Package api is ducktail's HTTP layer and the only importer of net/http: the chi router,
+// authentication by token purpose and table scope, CORS, rate and size limits, errors as
+// RFC 9457 problem+json, TLS with HTTP/2, health, Prometheus metrics, and the stream
+// handlers that negotiate a framing and write the frames a stream.Session produces
+// (DESIGN.md, "Packages and who owns what").
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ducktail/ducktail/snapshot"
+	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/stream"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultMaxBodyBytes       = 256 << 20
+	DefaultMaxQueryBodyBytes  = 1 << 20
+	DefaultStreamWriteTimeout = 30 * time.Second
+	DefaultRateLimit          = 100
+	DefaultRateBurst          = 200
+)
+
+// Config configures a Server.
+type Config struct {
+	// MaxBodyBytes limits an ingest body (413 past it).
+	MaxBodyBytes int64
+	// MaxQueryBodyBytes limits other JSON request bodies (413 past it).
+	MaxQueryBodyBytes int64
+	// StreamWriteTimeout is the deadline of each write to a stream, set through
+	// http.ResponseController so that the server-wide WriteTimeout never cuts a stream.
+	StreamWriteTimeout time.Duration
+	// CORSOrigins lists the browser origins allowed to call the API ("https://a.example");
+	// "*" allows any. Requests from other origins get no CORS headers, and their stream
+	// requests get 403.
+	CORSOrigins []string
+	// RateLimit is each token's sustained request rate per second, RateBurst its burst;
+	// past them requests get 429 with Retry-After. A negative RateLimit disables it.
+	RateLimit float64
+	RateBurst int
+	// Logger defaults to slog.Default() with component=api.
+	Logger *slog.Logger
+	// Registry receives the server's Prometheus metrics; nil makes a new registry.
+	Registry *prometheus.Registry
+}
+
+// Server is the ducktail HTTP API. It implements http.Handler.
+type Server struct {
+	cfg     Config
+	db      *store.DB
+	hub     *stream.Hub
+	reader  *snapshot.Reader
+	codec   *stream.Codec
+	log     *slog.Logger
+	metrics *metrics
+	limits  *tokenLimiters
+	router  chi.Router
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// NewServer returns the API over db, hub and reader, with cfg's zero fields defaulted.
+func NewServer(cfg Config, db *store.DB, hub *stream.Hub, reader *snapshot.Reader) *Server {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxQueryBodyBytes <= 0 {
+		cfg.MaxQueryBodyBytes = DefaultMaxQueryBodyBytes
+	}
+	if cfg.StreamWriteTimeout <= 0 {
+		cfg.StreamWriteTimeout = DefaultStreamWriteTimeout
+	}
+	if cfg.RateLimit == 0 {
+		cfg.RateLimit = DefaultRateLimit
+	}
+	if cfg.RateBurst <= 0 {
+		cfg.RateBurst = DefaultRateBurst
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default().With("component", "api")
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	s := &Server{
+		cfg: cfg, db: db, hub: hub, reader: reader, codec: hub.Codec, log: cfg.Logger,
+		metrics: newMetrics(cfg.Registry, hub),
+		limits:  newTokenLimiters(cfg.RateLimit, cfg.RateBurst),
+	}
+	s.router = s.routes()
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(s.requestLog, s.cors())
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.Handle("/metrics", s.metricsHandler())
+	r.Get("/stream/{token}", s.streamByPathToken)
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(s.authenticate)
+		r.Post("/tokens", s.createToken)
+		r.Get("/tokens", s.listTokens)
+		r.Delete("/tokens/{id}", s.revokeToken)
+		r.Post("/query", s.query)
+		r.Get("/tables", s.listTables)
+		r.Post("/tables", s.createTable)
+		r.Route("/tables/{table}", func(r chi.Router) {
+			r.Get("/", s.describeTable)
+			r.Delete("/", s.dropTable)
+			r.Post("/reset", s.resetTable)
+			r.Post("/rows", s.ingest)
+			r.Get("/snapshot", s.tableSnapshot)
+			r.Get("/stream", s.streamByBearer)
+			r.Post("/columns", s.addColumn)
+			r.Patch("/columns/{column}", s.renameColumn)
+			r.Delete("/columns/{column}", s.dropColumn)
+		})
+	})
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, statusError(http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, statusError(http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed on "+r.URL.Path))
+	})
+	return r
+}
+
+// retryAfterSeconds is the Retry-After sent with 503 and 429 stream refusals.
+func (s *Server) retryAfterSeconds() int {
+	return int(max(s.hub.Retry/time.Second, 1))
+}

@@ -1,0 +1,166 @@
+package api
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/stream"
+)
+
+// streamByBearer: GET /v1/tables/{table}/stream with Authorization: Bearer.
+func (s *Server) streamByBearer(w http.ResponseWriter, r *http.Request) {
+	s.serveStream(w, r, tokenFrom(r), chi.URLParam(r, "table"))
+}
+
+// streamByPathToken: GET /stream/{token}, the token in the path for the browser's
+// EventSource, which cannot set headers. The table is the token's own; a token scoped to
+// no table names it with ?table=.
+func (s *Server) streamByPathToken(w http.ResponseWriter, r *http.Request) {
+	tok, err := s.checkToken(w, chi.URLParam(r, "token"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	table := tok.Table
+	if table == "" {
+		table = r.URL.Query().Get("table")
+	}
+	if table == "" {
+		s.writeError(w, r, &store.Error{Code: store.CodeInvalid, Column: "table", Message: "this token is not limited to a table; name one with ?table="})
+		return
+	}
+	s.serveStream(w, r, tok, table)
+}
+
+// serveStream checks everything that can fail before the stream starts (origin, purpose
+// and scope, Last-Event-ID framing, encoding, table, admission), answering those with a
+// 4xx or 503, then sends 200 and writes the session's frames until a terminal event, the
+// client leaving, or a write missing its deadline (DESIGN.md, "The stream"). After 200
+// the status never changes.
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.Token, table string) {
+	if !s.originAllowed(r) {
+		s.writeError(w, r, &store.Error{Code: store.CodeForbidden, Message: "origin " + strconv.Quote(r.Header.Get("Origin")) + " is not allowed"})
+		return
+	}
+	if err := allow(tok, store.PurposeStream, table); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	cursor := r.Header.Get("Last-Event-ID")
+	if cursor == "" {
+		cursor = r.URL.Query().Get("cursor")
+	}
+	if err := stream.CheckLastEventID(cursor); err != nil {
+		s.writeError(w, r, &store.Error{Code: store.CodeInvalid, Column: "Last-Event-ID", Message: err.Error()})
+		return
+	}
+	encoding, err := stream.ParseEncoding(r.URL.Query().Get("encoding"))
+	if err != nil {
+		s.writeError(w, r, &store.Error{Code: store.CodeInvalid, Column: "encoding", Message: err.Error()})
+		return
+	}
+	framing := negotiateFraming(r.Header.Get("Accept"))
+	sess, err := s.hub.Subscribe(stream.SubscribeRequest{Table: table, Token: tok, Framing: framing, Encoding: encoding, Cursor: cursor})
+	if err != nil {
+		s.metrics.streamRefusals.WithLabelValues(streamRefusalReason(err)).Inc()
+		s.writeError(w, r, err)
+		return
+	}
+	defer sess.Close()
+
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", framing.ContentType())
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("X-Accel-Buffering", "no")
+	s.deadline(rc)
+	w.WriteHeader(http.StatusOK)
+	s.metrics.streamsActive.Inc()
+	defer s.metrics.streamsActive.Dec()
+	if _, err := w.Write(stream.Preamble(framing, s.hub.RetryMS())); err != nil {
+		return
+	}
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	ctx := r.Context()
+	for {
+		f, err := sess.Next(ctx)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
+				s.log.Error("stream ended", "table", table, "err", err)
+			}
+			return
+		}
+		s.deadline(rc)
+		n, err := w.Write(f.Bytes)
+		if err == nil {
+			err = rc.Flush()
+		}
+		s.metrics.observeFrame(f, n)
+		if err != nil || f.Terminal {
+			return
+		}
+	}
+}
+
+// deadline gives the next write StreamWriteTimeout, replacing the server-wide
+// WriteTimeout for this response; a consumer that cannot take a frame in that time is cut.
+func (s *Server) deadline(rc *http.ResponseController) {
+	if err := rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		s.log.Debug("set write deadline", "err", err)
+	}
+}
+
+func streamRefusalReason(err error) string {
+	switch {
+	case errors.Is(err, stream.ErrDraining):
+		return "draining"
+	case errors.Is(err, stream.ErrAdmission):
+		return "admission"
+	case errors.Is(err, stream.ErrTokenStreams):
+		return "token_streams"
+	}
+	return string(store.ErrorCode(err))
+}
+
+// negotiateFraming picks the framing from an Accept header: the supported media type with
+// the highest q-value (RFC 9110 §12.5.1), text/event-stream when none is named.
+func negotiateFraming(accept string) stream.Framing {
+	best, bestQ := stream.FramingSSE, 0.0
+	for _, part := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		q := 1.0
+		if v, ok := params["q"]; ok {
+			if q, err = strconv.ParseFloat(v, 64); err != nil {
+				continue
+			}
+		}
+		var f stream.Framing
+		switch mt {
+		case "text/event-stream":
+			f = stream.FramingSSE
+		case "application/x-ndjson", "application/jsonl":
+			f = stream.FramingNDJSON
+		case "application/json-seq":
+			f = stream.FramingJSONSeq
+		default:
+			continue
+		}
+		if q > bestQ {
+			best, bestQ = f, q
+		}
+	}
+	return best
+}

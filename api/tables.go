@@ -1,0 +1,210 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/ducktail/ducktail/store"
+)
+
+// tableJSON is a table as the API shows it.
+type tableJSON struct {
+	Name       string    `json:"name"`
+	ID         int64     `json:"id"`
+	CreatedAt  time.Time `json:"created_at"`
+	Activation string    `json:"activation"`
+	// Seq is the seq of the last commit; Cursor is the cursor of that position, which
+	// streams resume from.
+	Seq           int64              `json:"seq"`
+	Cursor        string             `json:"cursor"`
+	Rows          int64              `json:"rows"`
+	SchemaVersion int                `json:"schema_version"`
+	Columns       []store.ColumnSpec `json:"columns"`
+}
+
+func (s *Server) tableJSON(t store.TableInfo) tableJSON {
+	cols := make([]store.ColumnSpec, len(t.Schema.Columns))
+	for i, c := range t.Schema.Columns {
+		cols[i] = store.ColumnSpec{Name: c.Name, Type: string(c.Type)}
+	}
+	return tableJSON{
+		Name: t.Name, ID: t.ID, CreatedAt: t.CreatedAt, Activation: t.Head.Activation.String(),
+		Seq: t.Head.Seq, Cursor: s.codec.Encode(t.Head), Rows: t.Rows,
+		SchemaVersion: t.Schema.Version, Columns: cols,
+	}
+}
+
+// createTableRequest is the body of POST /v1/tables.
+type createTableRequest struct {
+	Name    string             `json:"name"`
+	Columns []store.ColumnSpec `json:"columns"`
+}
+
+// createTable: POST /v1/tables (admin) creates a table from an explicit column list.
+// 201 with the table; 400 for bad names or types, 409 when the name is taken.
+func (s *Server) createTable(w http.ResponseWriter, r *http.Request) {
+	if err := allow(tokenFrom(r), store.PurposeAdmin, ""); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req createTableRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	info, err := s.db.CreateTable(r.Context(), req.Name, req.Columns)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, s.tableJSON(info))
+}
+
+// listTables: GET /v1/tables lists the tables the token may see.
+func (s *Server) listTables(w http.ResponseWriter, r *http.Request) {
+	tok := tokenFrom(r)
+	out := []tableJSON{}
+	for _, t := range s.db.Tables() {
+		if tok.Table == "" || tok.Allows(tok.Purpose, t.Name) {
+			out = append(out, s.tableJSON(t))
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tables": out})
+}
+
+// describeTable: GET /v1/tables/{table}.
+func (s *Server) describeTable(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "table")
+	tok := tokenFrom(r)
+	if err := allow(tok, tok.Purpose, name); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	info, err := s.db.Table(name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.tableJSON(info))
+}
+
+// dropTable: DELETE /v1/tables/{table} (admin); 204. Streams of the table end with
+// refresh-required, reason "table_dropped".
+func (s *Server) dropTable(w http.ResponseWriter, r *http.Request) {
+	if err := allow(tokenFrom(r), store.PurposeAdmin, ""); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.db.DropTable(r.Context(), chi.URLParam(r, "table")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// resetTable: POST /v1/tables/{table}/reset (admin) truncates the table into a new
+// activation; streams end with refresh-required, reason "table_reset".
+func (s *Server) resetTable(w http.ResponseWriter, r *http.Request) {
+	if err := allow(tokenFrom(r), store.PurposeAdmin, ""); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	info, err := s.db.ResetTable(r.Context(), chi.URLParam(r, "table"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.tableJSON(info))
+}
+
+// addColumn: POST /v1/tables/{table}/columns (admin) with {"name", "type"}; 201.
+func (s *Server) addColumn(w http.ResponseWriter, r *http.Request) {
+	if err := allow(tokenFrom(r), store.PurposeAdmin, ""); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var spec store.ColumnSpec
+	if err := s.decodeJSON(w, r, &spec); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	info, err := s.db.AddColumn(r.Context(), chi.URLParam(r, "table"), spec)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, s.tableJSON(info))
+}
+
+// renameColumnRequest is the body of PATCH /v1/tables/{table}/columns/{column}.
+type renameColumnRequest struct {
+	Name string `json:"name"`
+}
+
+// renameColumn: PATCH /v1/tables/{table}/columns/{column} (admin) with {"name": new}.
+func (s *Server) renameColumn(w http.ResponseWriter, r *http.Request) {
+	if err := allow(tokenFrom(r), store.PurposeAdmin, ""); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req renameColumnRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	info, err := s.db.RenameColumn(r.Context(), chi.URLParam(r, "table"), chi.URLParam(r, "column"), req.Name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.tableJSON(info))
+}
+
+// dropColumn: DELETE /v1/tables/{table}/columns/{column} (admin).
+func (s *Server) dropColumn(w http.ResponseWriter, r *http.Request) {
+	if err := allow(tokenFrom(r), store.PurposeAdmin, ""); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	info, err := s.db.DropColumn(r.Context(), chi.URLParam(r, "table"), chi.URLParam(r, "column"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.tableJSON(info))
+}
+
+// decodeJSON decodes a JSON request body of at most MaxQueryBodyBytes into v, refusing
+// unknown fields and trailing data. Errors name the field: CodeInvalid, or CodeTooLarge.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.MaxQueryBodyBytes))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			return &store.Error{Code: store.CodeInvalid, Message: "request body holds more than one JSON value"}
+		}
+		return nil
+	}
+	var tooBig *http.MaxBytesError
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &tooBig):
+		return &store.Error{Code: store.CodeTooLarge, Message: fmt.Sprintf("request body is over %d bytes", tooBig.Limit)}
+	case errors.As(err, &typeErr):
+		return &store.Error{Code: store.CodeInvalid, Column: typeErr.Field, Message: fmt.Sprintf("field %q must be %s, not %s", typeErr.Field, typeErr.Type, typeErr.Value)}
+	case errors.As(err, &syntaxErr):
+		return &store.Error{Code: store.CodeInvalid, Message: fmt.Sprintf("request body is not valid JSON at byte %d: %v", syntaxErr.Offset, err)}
+	case errors.Is(err, io.EOF):
+		return &store.Error{Code: store.CodeInvalid, Message: "request body is empty; send a JSON object"}
+	}
+	return &store.Error{Code: store.CodeInvalid, Message: "bad request body: " + err.Error()}
+}

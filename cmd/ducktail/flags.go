@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ducktail/ducktail/api"
+	"github.com/ducktail/ducktail/snapshot"
+	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/stream"
+)
+
+// addStoreFlags binds the store's limits; docs/operations.md lists every flag.
+func addStoreFlags(f *pflag.FlagSet, db *store.DB) {
+	f.StringVar(&db.MemoryLimit, "memory-limit", "", "DuckDB memory_limit, e.g. 4GB (default: DuckDB's, 80% of RAM)")
+	f.IntVar(&db.Threads, "threads", 0, "DuckDB threads (default: one per core)")
+	f.IntVar(&db.ReadConns, "read-conns", db.ReadConns, "concurrent read transactions (snapshots, queries, replays)")
+	f.Int64Var(&db.CheckpointBytes, "checkpoint-bytes", db.CheckpointBytes, "committed bytes between explicit checkpoints")
+}
+
+func addStreamFlags(f *pflag.FlagSet, h *stream.Hub) {
+	f.DurationVar(&h.HeartbeatInterval, "heartbeat-interval", h.HeartbeatInterval, "heartbeat after this long without an event")
+	f.DurationVar(&h.IdleTimeout, "idle-timeout", h.IdleTimeout, "end a stream with no schema or batch event for this long (0: never)")
+	f.DurationVar(&h.MaxStreamAge, "max-stream-age", h.MaxStreamAge, "end every stream after this long, minus up to 10% jitter (0: never)")
+	f.IntVar(&h.MaxBufferedBatches, "max-buffered-batches", h.MaxBufferedBatches, "batches queued for one subscriber before it is evicted (reconnect, slow_consumer)")
+	f.Int64Var(&h.MaxBufferedBytes, "max-buffered-bytes", h.MaxBufferedBytes, "bytes queued for one subscriber before it is evicted")
+	f.Int64Var(&h.MaxReplayCommits, "max-replay-commits", h.MaxReplayCommits, "commits one resume may replay (past it: refresh-required, replay_limit)")
+	f.Int64Var(&h.MaxReplayRows, "max-replay-rows", h.MaxReplayRows, "rows one resume may replay")
+	f.IntVar(&h.MaxStreams, "max-streams", h.MaxStreams, "open streams admitted (past it: 503 with Retry-After)")
+	f.IntVar(&h.MaxStreamsPerToken, "max-streams-per-token", h.MaxStreamsPerToken, "open streams per token (past it: 429)")
+	f.DurationVar(&h.Retry, "retry", h.Retry, "base reconnect delay sent to clients, plus up to as much jitter")
+}
+
+func addReaderFlags(f *pflag.FlagSet, r *snapshot.Reader) {
+	f.DurationVar(&r.QueryTimeout, "query-timeout", r.QueryTimeout, "time limit of one query (cancelled past it)")
+	f.Int64Var(&r.MaxResultBytes, "max-result-bytes", r.MaxResultBytes, "encoded size limit of one query result")
+}
+
+func addAPIFlags(f *pflag.FlagSet, c *api.Config) {
+	f.Int64Var(&c.MaxBodyBytes, "max-body-bytes", api.DefaultMaxBodyBytes, "size limit of one ingest request body (413 past it)")
+	f.DurationVar(&c.StreamWriteTimeout, "stream-write-timeout", api.DefaultStreamWriteTimeout, "deadline of each write to a stream or snapshot")
+	f.StringSliceVar(&c.CORSOrigins, "cors-origin", nil, "browser origin allowed to call the API and open streams (repeatable; * for any)")
+	f.Float64Var(&c.RateLimit, "rate-limit", api.DefaultRateLimit, "requests per second per token (negative: unlimited)")
+	f.IntVar(&c.RateBurst, "rate-burst", api.DefaultRateBurst, "request burst per token")
+}
+
+// newLogger returns a slog logger writing to w at level in format text or json.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", format)
+}
+
+// signalContext is cancelled by the next SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}

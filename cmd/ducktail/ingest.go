@@ -1,0 +1,422 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/mattn/go-isatty"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+)
+
+// chunk is one request body of an ingest: at most --chunk-rows rows, one commit.
+type chunk struct {
+	body        []byte
+	contentType string
+	rows        int
+}
+
+// chunkSource yields the chunks of one file in order; io.EOF after the last.
+type chunkSource interface {
+	next() (chunk, error)
+}
+
+func newIngestCommand(cfg *clientConfig) *cobra.Command {
+	var chunkRows int
+	var create bool
+	var format string
+	cmd := &cobra.Command{
+		Use:   "ingest TABLE FILE",
+		Short: "Send a CSV, JSON, NDJSON, Arrow IPC (file or stream) or Parquet file in commits of --chunk-rows rows",
+		Long: `Send a file to a table, in commits of --chunk-rows rows each. Every commit carries an
+Idempotency-Key derived from the table's activation and the chunk, so a retried chunk (the
+command retries network errors, 429 and 503) is never committed twice.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if chunkRows <= 0 {
+				return errors.New("--chunk-rows must be positive")
+			}
+			c, err := cfg.newClient()
+			if err != nil {
+				return err
+			}
+			return runIngest(cmd, c, args[0], args[1], format, chunkRows, create)
+		},
+	}
+	cmd.Flags().IntVar(&chunkRows, "chunk-rows", 100_000, "rows per commit")
+	cmd.Flags().BoolVar(&create, "create", false, "create the table from the file's inferred schema when it does not exist")
+	cmd.Flags().StringVar(&format, "format", "", "csv, json, ndjson, arrow or parquet (default: from the file extension)")
+	return cmd
+}
+
+func runIngest(cmd *cobra.Command, c *client, table, path, format string, chunkRows int, create bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if format == "" {
+		format = formatFromExtension(path)
+	}
+	var progress io.Writer = io.Discard
+	if out, ok := cmd.ErrOrStderr().(*os.File); ok && isatty.IsTerminal(out.Fd()) {
+		bar := progressbar.DefaultBytes(st.Size(), "ingest "+filepath.Base(path))
+		defer bar.Finish()
+		progress = bar
+	}
+	src, err := newChunkSource(format, io.TeeReader(f, progress), f, chunkRows)
+	if err != nil {
+		return err
+	}
+	// Keys are bound to the table's current activation, so that re-sending the same file
+	// after a reset commits again, while retries within this run never do.
+	keyBase := "new"
+	var t tableInfo
+	if err := c.doJSON("GET", tablePath(table), nil, &t); err == nil {
+		keyBase = t.Activation
+	}
+	var rows, commits int
+	var cursor string
+	start := time.Now()
+	for i := 0; ; i++ {
+		ch, err := src.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		sum := sha256.Sum256(append([]byte(keyBase+"\x00"+fmt.Sprint(i)+"\x00"), ch.body...))
+		query := ""
+		if create && i == 0 {
+			query = "?create=true"
+		}
+		var res struct {
+			Rows   int    `json:"rows"`
+			Cursor string `json:"cursor"`
+		}
+		if err := c.postWithRetry(cmd.Context(), tablePath(table, "/rows")+query, ch, hex.EncodeToString(sum[:16]), &res); err != nil {
+			return fmt.Errorf("commit %d (rows %d–%d): %w", i+1, rows+1, rows+ch.rows, err)
+		}
+		rows += res.Rows
+		commits++
+		cursor = res.Cursor
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "ingested %d rows in %d commits into %s in %s (%.0f rows/s)\ncursor %s\n",
+		rows, commits, table, time.Since(start).Round(time.Millisecond), float64(rows)/time.Since(start).Seconds(), cursor)
+	return nil
+}
+
+// postWithRetry posts one chunk, retrying transport errors, 429 and 503 with backoff
+// (honouring Retry-After) under the same Idempotency-Key.
+func (c *client) postWithRetry(ctx context.Context, path string, ch chunk, key string, out any) error {
+	backoff := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		req, err := c.request("POST", path, bytes.NewReader(ch.body))
+		if err != nil {
+			return err
+		}
+		req = req.WithContext(ctx)
+		req.Header.Set("Content-Type", ch.contentType)
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := c.http.Do(req)
+		wait := backoff
+		if err == nil {
+			if resp.StatusCode/100 == 2 {
+				defer resp.Body.Close()
+				return json.NewDecoder(resp.Body).Decode(out)
+			}
+			perr := readProblem(resp)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
+				return perr
+			}
+			if s, perr := time.ParseDuration(resp.Header.Get("Retry-After") + "s"); perr == nil {
+				wait = s
+			}
+			err = perr
+		}
+		if attempt == 6 || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		backoff *= 2
+	}
+}
+
+func formatFromExtension(path string) string {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".json":
+		return "json"
+	case ".ndjson", ".jsonl":
+		return "ndjson"
+	case ".arrow", ".arrows", ".feather", ".ipc":
+		return "arrow"
+	case ".parquet":
+		return "parquet"
+	}
+	return "csv"
+}
+
+func newChunkSource(format string, r io.Reader, f *os.File, rows int) (chunkSource, error) {
+	switch format {
+	case "csv":
+		return newCSVChunks(r, rows)
+	case "json":
+		return newJSONChunks(r, rows)
+	case "ndjson":
+		return &ndjsonChunks{sc: newLineScanner(r), rows: rows}, nil
+	case "arrow":
+		return newArrowChunks(r, rows)
+	case "parquet":
+		return newParquetChunks(f, rows)
+	}
+	return nil, fmt.Errorf("--format %q: use csv, json, ndjson, arrow or parquet", format)
+}
+
+// csvChunks re-encodes the records of a CSV file (RFC 4180), header first in every chunk.
+type csvChunks struct {
+	r      *csv.Reader
+	header []string
+	rows   int
+}
+
+func newCSVChunks(r io.Reader, rows int) (*csvChunks, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	header, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("read CSV header: %w", err)
+	}
+	header[0] = strings.TrimPrefix(header[0], "\ufeff")
+	return &csvChunks{r: cr, header: header, rows: rows}, nil
+}
+
+func (c *csvChunks) next() (chunk, error) {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	w.Write(c.header)
+	n := 0
+	for n < c.rows {
+		rec, err := c.r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return chunk{}, err
+		}
+		w.Write(rec)
+		n++
+	}
+	w.Flush()
+	if n == 0 {
+		return chunk{}, io.EOF
+	}
+	return chunk{body: buf.Bytes(), contentType: "text/csv", rows: n}, w.Error()
+}
+
+// jsonChunks turns a JSON array of objects into NDJSON chunks.
+type jsonChunks struct {
+	dec  *json.Decoder
+	rows int
+	done bool
+}
+
+func newJSONChunks(r io.Reader, rows int) (*jsonChunks, error) {
+	dec := json.NewDecoder(r)
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("read JSON: %w", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return nil, errors.New("a .json file must hold an array of objects (use --format ndjson for one object per line)")
+	}
+	return &jsonChunks{dec: dec, rows: rows}, nil
+}
+
+func (c *jsonChunks) next() (chunk, error) {
+	var buf bytes.Buffer
+	n := 0
+	for n < c.rows && !c.done && c.dec.More() {
+		var raw json.RawMessage
+		if err := c.dec.Decode(&raw); err != nil {
+			return chunk{}, err
+		}
+		if err := json.Compact(&buf, raw); err != nil {
+			return chunk{}, err
+		}
+		buf.WriteByte('\n')
+		n++
+	}
+	if n == 0 {
+		return chunk{}, io.EOF
+	}
+	return chunk{body: buf.Bytes(), contentType: "application/x-ndjson", rows: n}, nil
+}
+
+// ndjsonChunks groups the non-blank lines of an NDJSON file.
+type ndjsonChunks struct {
+	sc   *bufio.Scanner
+	rows int
+}
+
+func newLineScanner(r io.Reader) *bufio.Scanner {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	return sc
+}
+
+func (c *ndjsonChunks) next() (chunk, error) {
+	var buf bytes.Buffer
+	n := 0
+	for n < c.rows && c.sc.Scan() {
+		line := bytes.TrimSpace(c.sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+		n++
+	}
+	if err := c.sc.Err(); err != nil {
+		return chunk{}, err
+	}
+	if n == 0 {
+		return chunk{}, io.EOF
+	}
+	return chunk{body: buf.Bytes(), contentType: "application/x-ndjson", rows: n}, nil
+}
+
+// recordChunks slices record batches into Arrow IPC stream bodies of at most rows rows.
+type recordChunks struct {
+	schema  *arrow.Schema
+	nextRec func() (arrow.RecordBatch, error)
+	rows    int
+	cur     arrow.RecordBatch
+	off     int64
+}
+
+func (c *recordChunks) next() (chunk, error) {
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(c.schema))
+	n := 0
+	for n < c.rows {
+		if c.cur == nil || c.off >= c.cur.NumRows() {
+			rec, err := c.nextRec()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return chunk{}, err
+			}
+			c.cur, c.off = rec, 0
+			continue
+		}
+		take := min(int64(c.rows-n), c.cur.NumRows()-c.off)
+		slice := c.cur.NewSlice(c.off, c.off+take)
+		err := w.Write(slice)
+		slice.Release()
+		if err != nil {
+			return chunk{}, err
+		}
+		c.off += take
+		n += int(take)
+	}
+	if err := w.Close(); err != nil {
+		return chunk{}, err
+	}
+	if n == 0 {
+		return chunk{}, io.EOF
+	}
+	return chunk{body: buf.Bytes(), contentType: "application/vnd.apache.arrow.stream", rows: n}, nil
+}
+
+// newArrowChunks reads an Arrow IPC file (it starts with the magic "ARROW1") or stream.
+func newArrowChunks(r io.Reader, rows int) (*recordChunks, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.HasPrefix(data, []byte("ARROW1")) {
+		fr, err := ipc.NewFileReader(bytes.NewReader(data))
+		if err != nil {
+			return nil, err
+		}
+		i := 0
+		return &recordChunks{schema: fr.Schema(), rows: rows, nextRec: func() (arrow.RecordBatch, error) {
+			if i >= fr.NumRecords() {
+				return nil, io.EOF
+			}
+			i++
+			return fr.RecordBatch(i - 1)
+		}}, nil
+	}
+	sr, err := ipc.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	return &recordChunks{schema: sr.Schema(), rows: rows, nextRec: func() (arrow.RecordBatch, error) {
+		if !sr.Next() {
+			if err := sr.Err(); err != nil {
+				return nil, err
+			}
+			return nil, io.EOF
+		}
+		rec := sr.RecordBatch()
+		rec.Retain()
+		return rec, nil
+	}}, nil
+}
+
+// newParquetChunks reads a Parquet file through pqarrow in batches of rows.
+func newParquetChunks(f *os.File, rows int) (*recordChunks, error) {
+	pf, err := file.NewParquetReader(f)
+	if err != nil {
+		return nil, err
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(rows)}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, err
+	}
+	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &recordChunks{schema: rr.Schema(), rows: rows, nextRec: func() (arrow.RecordBatch, error) {
+		if !rr.Next() {
+			if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+				return nil, err
+			}
+			return nil, io.EOF
+		}
+		rec := rr.RecordBatch()
+		rec.Retain()
+		return rec, nil
+	}}, nil
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ducktail/ducktail/api"
+	"github.com/ducktail/ducktail/snapshot"
+	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/stream"
+)
+
+// Files under the data directory.
+const (
+	databaseFile   = "ducktail.duckdb"
+	adminTokenFile = "admin.token"
+	tlsDir         = "tls"
+)
+
+// DefaultDrainTimeout is how long shutdown waits for streams to leave after asking them
+// to reconnect.
+const DefaultDrainTimeout = 10 * time.Second
+
+// Main is the ducktail server process (STYLE.md, "The Main type in cmd"): set the
+// fields (ParseFlags-style, by the serve command or a test), then Run, then Close.
+type Main struct {
+	DataDir   string
+	Addr      string
+	Plaintext bool
+	TLSCert   string
+	TLSKey    string
+	// DrainTimeout bounds the wait for streams on shutdown; DrainSpread spreads the
+	// retry_ms sent to them.
+	DrainTimeout time.Duration
+	DrainSpread  time.Duration
+
+	Store  *store.DB
+	Hub    *stream.Hub
+	Reader *snapshot.Reader
+	API    api.Config
+	Logger *slog.Logger
+	// Out receives the one-time admin token banner.
+	Out io.Writer
+
+	// AdminToken is the admin token created by Run on first start, or "".
+	AdminToken string
+	// URL is the base URL the server listens on, known after Run.
+	URL string
+
+	http     *http.Server
+	listener net.Listener
+	served   chan error
+}
+
+// NewMain returns a Main with the defaults of every part.
+func NewMain() *Main {
+	return &Main{
+		DataDir:      "./data",
+		Addr:         ":8443",
+		DrainTimeout: DefaultDrainTimeout,
+		DrainSpread:  5 * time.Second,
+		Store:        store.NewDB(""),
+		Hub:          stream.NewHub(nil),
+		Reader:       snapshot.NewReader(nil),
+		Logger:       slog.Default(),
+		Out:          os.Stderr,
+	}
+}
+
+// Run opens the store under DataDir, makes the admin token and the self-signed
+// certificate on first start, and starts serving on Addr. It returns once listening.
+func (m *Main) Run(ctx context.Context) error {
+	if err := os.MkdirAll(m.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	m.Store.Path = filepath.Join(m.DataDir, databaseFile)
+	m.Store.Publisher = m.Hub
+	m.Store.Logger = m.Logger.With("component", "store")
+	if err := m.Store.Open(ctx); err != nil {
+		return err
+	}
+	m.Hub.DB = m.Store
+	m.Hub.Codec = stream.NewCodec(m.Store.CursorKey())
+	m.Hub.Logger = m.Logger.With("component", "stream")
+	m.Hub.Open()
+	m.Reader.DB = m.Store
+	m.Reader.Cursor = m.Hub.Codec.Encode
+	m.Reader.Logger = m.Logger.With("component", "snapshot")
+	m.API.Logger = m.Logger.With("component", "api")
+	if err := m.ensureAdminToken(ctx); err != nil {
+		return err
+	}
+	handler := api.NewServer(m.API, m.Store, m.Hub, m.Reader)
+	m.http = api.NewHTTPServer(m.Addr, handler, m.Plaintext)
+	m.http.ErrorLog = slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn)
+	ln, err := net.Listen("tcp", m.Addr)
+	if err != nil {
+		return err
+	}
+	m.listener = ln
+	scheme := "https"
+	if m.Plaintext {
+		scheme = "http"
+	}
+	m.URL = scheme + "://" + hostPort(ln.Addr())
+	m.served = make(chan error, 1)
+	if m.Plaintext {
+		go func() { m.served <- m.http.Serve(ln) }()
+	} else {
+		cert, key := m.TLSCert, m.TLSKey
+		if cert == "" || key == "" {
+			var created bool
+			if cert, key, created, err = api.EnsureSelfSignedCert(filepath.Join(m.DataDir, tlsDir), nil); err != nil {
+				return fmt.Errorf("self-signed certificate: %w", err)
+			}
+			if created {
+				m.Logger.Info("created a self-signed TLS certificate", "cert", cert)
+			}
+		}
+		go func() { m.served <- m.http.ServeTLS(ln, cert, key) }()
+	}
+	m.Logger.Info("ducktail serving", "url", m.URL, "data_dir", m.DataDir, "version", version)
+	return nil
+}
+
+// hostPort renders a listen address as a URL host, "localhost:port" for wildcard binds.
+func hostPort(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok || tcp.IP.IsUnspecified() {
+		_, port, _ := net.SplitHostPort(a.String())
+		return "localhost:" + port
+	}
+	return a.String()
+}
+
+// ensureAdminToken creates an admin token when the catalog has no token at all (first
+// start), prints it once to Out and writes it to <data-dir>/admin.token, mode 0600, for
+// the local CLI.
+func (m *Main) ensureAdminToken(ctx context.Context) error {
+	if len(m.Store.Tokens()) > 0 {
+		return nil
+	}
+	_, secret, err := m.Store.CreateToken(ctx, store.PurposeAdmin, "", 0)
+	if err != nil {
+		return fmt.Errorf("create admin token: %w", err)
+	}
+	path := filepath.Join(m.DataDir, adminTokenFile)
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	m.AdminToken = secret
+	fmt.Fprintf(m.Out, "\nducktail: created the admin token (shown once; also saved to %s):\n\n    %s\n\n", path, secret)
+	return nil
+}
+
+// Close drains the streams (each gets reconnect, reason "server_draining"), waits up to
+// DrainTimeout for them, shuts the HTTP server down and closes the store. Cancel ctx (a
+// second signal) to stop waiting.
+func (m *Main) Close(ctx context.Context) error {
+	var errs []error
+	if m.http != nil {
+		drainCtx, cancel := context.WithTimeout(ctx, m.DrainTimeout)
+		if err := m.Hub.Drain(drainCtx, m.DrainSpread); err != nil {
+			m.Logger.Warn("streams still open at the drain deadline; closing them", "streams", m.Hub.Streams())
+		}
+		if err := m.http.Shutdown(drainCtx); err != nil {
+			errs = append(errs, m.http.Close())
+		}
+		cancel()
+		if err := <-m.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, m.Hub.Close(), m.Store.Close())
+	return errors.Join(errs...)
+}
+
+func newServeCommand() *cobra.Command {
+	m := NewMain()
+	var logLevel, logFormat string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the ducktail server (TLS with a self-signed certificate on :8443 by default)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			logger, err := newLogger(cmd.ErrOrStderr(), logLevel, logFormat)
+			if err != nil {
+				return err
+			}
+			m.Logger = logger
+			slog.SetDefault(logger)
+			m.Out = cmd.ErrOrStderr()
+			if err := m.Run(cmd.Context()); err != nil {
+				return err
+			}
+			select {
+			case <-cmd.Context().Done():
+			case err := <-m.served:
+				m.served <- err
+			}
+			logger.Info("shutting down: draining streams", "deadline", m.DrainTimeout)
+			// A second signal interrupts the drain.
+			second, stop := signalContext()
+			defer stop()
+			return m.Close(second)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&m.DataDir, "data-dir", m.DataDir, "directory of the DuckDB file, the admin token and the self-signed certificate")
+	f.StringVar(&m.Addr, "addr", m.Addr, "listen address")
+	f.BoolVar(&m.Plaintext, "plaintext", false, "serve HTTP/1.1 and h2c without TLS (behind a proxy, in tests)")
+	f.StringVar(&m.TLSCert, "tls-cert", "", "TLS certificate file (PEM); default: a self-signed one under <data-dir>/tls")
+	f.StringVar(&m.TLSKey, "tls-key", "", "TLS key file (PEM)")
+	f.DurationVar(&m.DrainTimeout, "drain-timeout", m.DrainTimeout, "how long shutdown waits for streams to reconnect elsewhere")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	addStoreFlags(f, m.Store)
+	addStreamFlags(f, m.Hub)
+	addReaderFlags(f, m.Reader)
+	addAPIFlags(f, &m.API)
+	return cmd
+}
