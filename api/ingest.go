@@ -116,6 +116,21 @@ func atRow(err error, row, line int) error {
 	return err
 }
 
+// shown is an input value as an error message shows it, rendered only when an error
+// is made: bare for JSON numbers and literals, quoted otherwise, cut after maxShown
+// bytes.
+type shown struct {
+	text string
+	bare bool
+}
+
+func (in shown) String() string {
+	if in.bare {
+		return cut(in.text)
+	}
+	return quoteValue(in.text)
+}
+
 // maxShown is how many bytes of an input value an error message shows.
 const maxShown = 64
 

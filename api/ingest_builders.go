@@ -172,7 +172,7 @@ type intBuilder[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint6
 	rng intRange
 }
 
-func (b *intBuilder[T]) appendText(s string) error { return b.parse(trimSpace(s), quoteValue(s)) }
+func (b *intBuilder[T]) appendText(s string) error { return b.parse(trimSpace(s), shown{text: s}) }
 
 func (b *intBuilder[T]) appendJSON(v jsonValue) error {
 	switch v.kind {
@@ -180,23 +180,23 @@ func (b *intBuilder[T]) appendJSON(v jsonValue) error {
 		b.appendNull()
 		return nil
 	case jsonNumber, jsonString:
-		return b.parse(v.text, v.show())
+		return b.parse(v.text, v.shown())
 	}
 	return jsonTypeError(v, b.typ)
 }
 
-func (b *intBuilder[T]) parse(s, shown string) error {
+func (b *intBuilder[T]) parse(s string, in shown) error {
 	v, res := parseInteger(s, b.rng)
 	switch res {
 	case integerOK:
 		b.push(T(v))
 		return nil
 	case integerFractional:
-		return valueError("value " + shown + " is not a whole number, as " + string(b.typ) + " needs")
+		return valueError("value " + in.String() + " is not a whole number, as " + string(b.typ) + " needs")
 	case integerRange:
-		return valueError("value " + shown + " is out of range for " + string(b.typ))
+		return valueError("value " + in.String() + " is out of range for " + string(b.typ))
 	}
-	return notA(shown, b.typ)
+	return notA(in, b.typ)
 }
 
 // floatBuilder builds FLOAT and DOUBLE columns, rounding to the nearest value of the
@@ -209,7 +209,7 @@ type floatBuilder[T float32 | float64] struct {
 	bitSize int
 }
 
-func (b *floatBuilder[T]) appendText(s string) error { return b.parse(trimSpace(s), quoteValue(s)) }
+func (b *floatBuilder[T]) appendText(s string) error { return b.parse(trimSpace(s), shown{text: s}) }
 
 func (b *floatBuilder[T]) appendJSON(v jsonValue) error {
 	switch v.kind {
@@ -217,18 +217,18 @@ func (b *floatBuilder[T]) appendJSON(v jsonValue) error {
 		b.appendNull()
 		return nil
 	case jsonNumber, jsonString:
-		return b.parse(v.text, v.show())
+		return b.parse(v.text, v.shown())
 	}
 	return jsonTypeError(v, b.typ)
 }
 
-func (b *floatBuilder[T]) parse(s, shown string) error {
+func (b *floatBuilder[T]) parse(s string, in shown) error {
 	f, ok, finite := parseFloat(s, b.bitSize)
 	switch {
 	case !ok:
-		return notA(shown, b.typ)
+		return notA(in, b.typ)
 	case !finite:
-		return valueError("value " + shown + " is out of range for " + string(b.typ))
+		return valueError("value " + in.String() + " is out of range for " + string(b.typ))
 	}
 	b.push(T(f))
 	return nil
@@ -243,7 +243,7 @@ type decimalBuilder struct {
 }
 
 func (b *decimalBuilder) appendText(s string) error {
-	return b.parse(trimSpace(s), quoteValue(s))
+	return b.parse(trimSpace(s), shown{text: s})
 }
 
 func (b *decimalBuilder) appendJSON(v jsonValue) error {
@@ -252,18 +252,18 @@ func (b *decimalBuilder) appendJSON(v jsonValue) error {
 		b.appendNull()
 		return nil
 	case jsonNumber, jsonString:
-		return b.parse(v.text, v.show())
+		return b.parse(v.text, v.shown())
 	}
 	return jsonTypeError(v, b.typ)
 }
 
-func (b *decimalBuilder) parse(s, shown string) error {
+func (b *decimalBuilder) parse(s string, in shown) error {
 	v, ok, inRange := parseDecimal(s, b.precision, b.scale)
 	switch {
 	case !ok:
-		return notA(shown, b.typ)
+		return notA(in, b.typ)
 	case !inRange:
-		return valueError("value " + shown + " is out of range for " + string(b.typ))
+		return valueError("value " + in.String() + " is out of range for " + string(b.typ))
 	}
 	b.push(v)
 	return nil
@@ -283,7 +283,7 @@ func (b *boolBuilder) appendNull() {
 func (b *boolBuilder) appendText(s string) error {
 	v, ok := parseBool(trimSpace(s))
 	if !ok {
-		return notA(quoteValue(s), store.TypeBoolean)
+		return notA(shown{text: s}, store.TypeBoolean)
 	}
 	b.vals.add(v)
 	b.valid.add(true)
@@ -353,13 +353,13 @@ func (b *binaryBuilder) appendJSON(v jsonValue) error {
 			raw, err = base64.RawStdEncoding.DecodeString(v.text)
 		}
 		if err != nil {
-			return valueError("value " + v.show() + " is not base64, as BLOB needs in JSON")
+			return valueError("value " + v.shown().String() + " is not base64, as BLOB needs in JSON")
 		}
 		return b.push(string(raw))
 	case v.kind == jsonString || (!b.blob && (v.kind == jsonObject || v.kind == jsonArray)):
 		return b.push(v.text)
 	case v.kind == jsonNumber && !b.blob:
-		return valueError("JSON number " + v.show() + " cannot be stored in a VARCHAR column; send it as a JSON string")
+		return valueError("JSON number " + v.shown().String() + " cannot be stored in a VARCHAR column; send it as a JSON string")
 	}
 	if b.blob {
 		return jsonTypeError(v, store.TypeBlob)
@@ -375,7 +375,7 @@ func (b *binaryBuilder) finish() arrow.Array {
 // dateBuilder builds DATE columns (date32: days since 1970-01-01) from "YYYY-MM-DD".
 type dateBuilder struct{ fixedBuilder[int32] }
 
-func (b *dateBuilder) appendText(s string) error { return b.parse(trimSpace(s), quoteValue(s)) }
+func (b *dateBuilder) appendText(s string) error { return b.parse(trimSpace(s), shown{text: s}) }
 
 func (b *dateBuilder) appendJSON(v jsonValue) error {
 	switch v.kind {
@@ -383,15 +383,15 @@ func (b *dateBuilder) appendJSON(v jsonValue) error {
 		b.appendNull()
 		return nil
 	case jsonString:
-		return b.parse(v.text, v.show())
+		return b.parse(v.text, v.shown())
 	}
 	return jsonTypeError(v, store.TypeDate)
 }
 
-func (b *dateBuilder) parse(s, shown string) error {
+func (b *dateBuilder) parse(s string, in shown) error {
 	d, ok := parseDate(s)
 	if !ok {
-		return valueError("value " + shown + " is not a DATE (YYYY-MM-DD)")
+		return valueError("value " + in.String() + " is not a DATE (YYYY-MM-DD)")
 	}
 	b.push(d)
 	return nil
@@ -401,7 +401,7 @@ func (b *dateBuilder) parse(s, shown string) error {
 // "HH:MM[:SS[.ffffff]]".
 type timeBuilder struct{ fixedBuilder[int64] }
 
-func (b *timeBuilder) appendText(s string) error { return b.parse(trimSpace(s), quoteValue(s)) }
+func (b *timeBuilder) appendText(s string) error { return b.parse(trimSpace(s), shown{text: s}) }
 
 func (b *timeBuilder) appendJSON(v jsonValue) error {
 	switch v.kind {
@@ -409,15 +409,15 @@ func (b *timeBuilder) appendJSON(v jsonValue) error {
 		b.appendNull()
 		return nil
 	case jsonString:
-		return b.parse(v.text, v.show())
+		return b.parse(v.text, v.shown())
 	}
 	return jsonTypeError(v, store.TypeTime)
 }
 
-func (b *timeBuilder) parse(s, shown string) error {
+func (b *timeBuilder) parse(s string, in shown) error {
 	t, ok := parseTime(s)
 	if !ok {
-		return valueError("value " + shown + " is not a TIME (HH:MM:SS[.ffffff])")
+		return valueError("value " + in.String() + " is not a TIME (HH:MM:SS[.ffffff])")
 	}
 	b.push(t)
 	return nil
@@ -432,7 +432,7 @@ type timestampBuilder struct {
 }
 
 func (b *timestampBuilder) appendText(s string) error {
-	return b.parse(trimSpace(s), quoteValue(s))
+	return b.parse(trimSpace(s), shown{text: s})
 }
 
 func (b *timestampBuilder) appendJSON(v jsonValue) error {
@@ -441,35 +441,35 @@ func (b *timestampBuilder) appendJSON(v jsonValue) error {
 		b.appendNull()
 		return nil
 	case jsonString:
-		return b.parse(v.text, v.show())
+		return b.parse(v.text, v.shown())
 	}
 	return jsonTypeError(v, b.typ)
 }
 
-func (b *timestampBuilder) parse(s, shown string) error {
+func (b *timestampBuilder) parse(s string, in shown) error {
 	t, _, ok := parseTimestamp(s)
 	if !ok {
-		return valueError("value " + shown + " is not a " + string(b.typ) + " (YYYY-MM-DD[ HH:MM:SS[.ffffff]][±HH:MM])")
+		return valueError("value " + in.String() + " is not a " + string(b.typ) + " (YYYY-MM-DD[ HH:MM:SS[.ffffff]][±HH:MM])")
 	}
 	b.push(t)
 	return nil
 }
 
 // notA is the error for a value that does not parse as type t at all.
-func notA(shown string, t store.Type) error {
+func notA(in shown, t store.Type) error {
 	article := "a "
 	switch t[0] {
 	case 'A', 'E', 'I', 'O':
 		article = "an "
 	}
-	return valueError("value " + shown + " is not " + article + string(t))
+	return valueError("value " + in.String() + " is not " + article + string(t))
 }
 
 // jsonTypeError is the error for a JSON value whose kind a column type never takes.
 func jsonTypeError(v jsonValue, t store.Type) error {
 	what := "JSON " + v.kind.String()
 	if v.kind != jsonObject && v.kind != jsonArray {
-		what += " " + v.show()
+		what += " " + v.shown().String()
 	}
 	return valueError(what + " cannot be stored in a " + string(t) + " column")
 }

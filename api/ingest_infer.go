@@ -201,7 +201,7 @@ func (v *jsonInferVisitor) member(name string, val jsonValue) error {
 			f.double = true
 			if _, _, finite := parseFloat(val.text, 64); !finite {
 				return &store.Error{Code: store.CodeUnprocessable, Column: f.name,
-					Message: "number " + val.show() + " is out of range for DOUBLE"}
+					Message: "number " + val.shown().String() + " is out of range for DOUBLE"}
 			}
 		}
 	case jsonString:
@@ -215,7 +215,7 @@ func (v *jsonInferVisitor) member(name string, val jsonValue) error {
 		f.group = g
 	} else if f.group != g {
 		return &store.Error{Code: store.CodeUnprocessable, Column: f.name,
-			Message: "field " + quoteValue(f.name) + " holds " + f.group.String() + " and then JSON " + val.kind.String() + " " + val.show() +
+			Message: "field " + quoteValue(f.name) + " holds " + f.group.String() + " and then JSON " + val.kind.String() + " " + val.shown().String() +
 				"; no column type takes both, so create the table with explicit column types"}
 	}
 	return nil

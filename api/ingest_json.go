@@ -91,19 +91,19 @@ type jsonValue struct {
 	text string
 }
 
-// show renders v for an error message, cut after 64 bytes.
-func (v jsonValue) show() string {
+// shown returns v as error messages show it.
+func (v jsonValue) shown() shown {
 	switch v.kind {
 	case jsonNull:
-		return "null"
+		return shown{text: "null", bare: true}
 	case jsonFalse:
-		return "false"
+		return shown{text: "false", bare: true}
 	case jsonTrue:
-		return "true"
+		return shown{text: "true", bare: true}
 	case jsonString:
-		return quoteValue(v.text)
+		return shown{text: v.text}
 	}
-	return cut(v.text)
+	return shown{text: v.text, bare: true}
 }
 
 // jsonRowVisitor receives the rows jsonScanner reads. member gets each member of the
