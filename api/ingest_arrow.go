@@ -20,9 +20,10 @@ import (
 // arrowDecoder decodes application/vnd.apache.arrow.stream bodies (Arrow IPC streaming
 // format) and, with file set, application/vnd.apache.arrow.file bodies (Arrow IPC file
 // format), all record batches of a body making one commit. Compressed buffers (LZ4
-// frame, ZSTD) are read. The body is untrusted: every batch is checked with
-// array.ValidateFull, the reader may allocate at most arrowBudget bytes, and a panic
-// inside arrow-go's reader is turned into CodeInvalid.
+// frame, ZSTD) are read. The body is untrusted: its FlatBuffers metadata is checked
+// before arrow-go reads it (verifyIPC), every batch is checked with array.ValidateFull,
+// the reader may allocate at most arrowBudget bytes, and a panic inside arrow-go's
+// reader is turned into CodeInvalid.
 //
 // Fields are matched to columns by name, exact first, then case-insensitively; an
 // unknown field is CodeUnprocessable; a missing column is NULL. A field whose type
@@ -186,6 +187,9 @@ func (a *budgetAllocator) Free(b []byte) { goAllocator.Free(b) }
 // read returns the schema of an IPC body and, with batches set, all its record
 // batches, each retained and validated.
 func (d arrowDecoder) read(body []byte, withBatches bool) (*arrow.Schema, []arrow.RecordBatch, error) {
+	if err := verifyIPC(body, d.file); err != nil {
+		return nil, nil, err
+	}
 	mem := newBudgetAllocator(arrowBudget(len(body)))
 	opts := []ipc.Option{
 		ipc.WithAllocator(mem),

@@ -3,7 +3,9 @@ package api
 import (
 	"bytes"
 	"encoding/binary"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -319,5 +321,47 @@ func TestArrowMalformed(t *testing.T) {
 				t.Errorf("code = %s (%v), want %s", e.Code, e, store.CodeInvalid)
 			}
 		})
+	}
+}
+
+func TestArrowMetadataVerifier(t *testing.T) {
+	nested := arrow.ListOf(arrow.StructOf(
+		arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		arrow.Field{Name: "u", Type: arrow.DenseUnionOf([]arrow.Field{
+			{Name: "x", Type: arrow.BinaryTypes.String, Nullable: true},
+			{Name: "y", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		}, []arrow.UnionTypeCode{3, 7}), Nullable: true},
+	))
+	meta := arrow.NewMetadata([]string{"origin"}, []string{"test"})
+	schema := arrow.NewSchema([]arrow.Field{{Name: "n", Type: nested, Nullable: true, Metadata: meta}}, &meta)
+	for _, file := range []bool{false, true} {
+		if err := verifyIPC(ipcBody(t, file, schema, nil), file); err != nil {
+			t.Errorf("file %v: nested schema rejected: %v", file, err)
+		}
+	}
+
+	// Deeper than arrow-go's nesting limit: rejected before arrow-go recurses into it.
+	var deep arrow.DataType = arrow.PrimitiveTypes.Int8
+	for range maxFieldDepth + 5 {
+		deep = arrow.ListOf(deep)
+	}
+	deepSchema := arrow.NewSchema([]arrow.Field{{Name: "d", Type: deep}}, nil)
+	for _, file := range []bool{false, true} {
+		_, err := arrowDecoder{file: file}.Decode(ipcBody(t, file, deepSchema, nil), schemaOf(t, "d BIGINT"))
+		if e, ok := err.(*store.Error); !ok || e.Code != store.CodeInvalid || !strings.Contains(e.Message, "malformed metadata") {
+			t.Errorf("file %v: deep schema: error = %v, want CodeInvalid malformed metadata", file, err)
+		}
+	}
+
+	// A message header claiming 2 GiB of metadata is refused without allocating it.
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := arrowDecoder{}.Decode([]byte{0xFF, 0xFF, 0xFF, 0xFF, 0xF0, 0xFF, 0xFF, 0x7F, 0, 0, 0, 0}, schemaOf(t, "n BIGINT"))
+	runtime.ReadMemStats(&after)
+	if e, ok := err.(*store.Error); !ok || e.Code != store.CodeInvalid {
+		t.Errorf("huge metadata length: error = %v, want CodeInvalid", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+		t.Errorf("huge metadata length: allocated %d bytes", grew)
 	}
 }
