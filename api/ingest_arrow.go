@@ -510,7 +510,7 @@ func toFloat[F float32 | float64](src arrow.Array, t store.Type, base int) (arro
 // checking every valid value against the precision.
 func toDecimal(src arrow.Array, t store.Type, p, s int32, base int) (arrow.Array, error) {
 	st, ok := src.DataType().(*arrow.Decimal128Type)
-	if !ok {
+	if !ok || st.Precision < 1 || st.Precision > decimal128.MaxPrecision || st.Scale < -decimal128.MaxScale || st.Scale > decimal128.MaxScale {
 		return nil, unsupported(src.DataType(), t)
 	}
 	in := valuesOf[decimal128.Num](src)

@@ -189,6 +189,7 @@ func TestArrowConversionErrors(t *testing.T) {
 		{"decimal loses digits", "DECIMAL(10,1)", []arrow.Array{fromJSON(t, &arrow.Decimal128Type{Precision: 8, Scale: 2}, `["1.25"]`)}, 1, []string{"value 1.25 does not fit DECIMAL(10,1) exactly"}},
 		{"decimal too wide", "DECIMAL(4,2)", []arrow.Array{fromJSON(t, &arrow.Decimal128Type{Precision: 8, Scale: 2}, `["123.45"]`)}, 1, []string{"value 123.45 does not fit DECIMAL(4,2)"}},
 		{"decimal beyond its own precision", "DECIMAL(4,2)", []arrow.Array{decimalOver(t)}, 1, []string{"does not fit DECIMAL(4,2)"}},
+		{"decimal128 precision past 38", "DECIMAL(18,3)", []arrow.Array{decimalOf(&arrow.Decimal128Type{Precision: 50, Scale: 3})}, 0, []string{"cannot be stored in a DECIMAL(18,3) column"}},
 		{"seconds overflow", "TIMESTAMP", []arrow.Array{fromJSON(t, &arrow.TimestampType{Unit: arrow.Second}, `[9223372036854775807]`)}, 1, []string{"out of range for TIMESTAMP"}},
 		{"time past a day", "TIME", []arrow.Array{fromJSON(t, arrow.FixedWidthTypes.Time64us, `[86400000001]`)}, 1, []string{"is not a time of day"}},
 		{"utf8 into BIGINT", "BIGINT", []arrow.Array{fromJSON(t, arrow.BinaryTypes.String, `["1"]`)}, 0, []string{"Arrow type utf8 cannot be stored in a BIGINT column"}},
@@ -215,9 +216,14 @@ func TestArrowConversionErrors(t *testing.T) {
 // the Arrow format does not enforce precision, the decoder must.
 func decimalOver(t testing.TB) arrow.Array {
 	t.Helper()
+	return decimalOf(&arrow.Decimal128Type{Precision: 4, Scale: 2})
+}
+
+// decimalOf is a one-value array of type dt holding the unscaled value 12345, built
+// without the checks of arrow-go's builders.
+func decimalOf(dt *arrow.Decimal128Type) arrow.Array {
 	vals := []decimal128.Num{decimal128.FromI64(12345)}
-	data := array.NewData(&arrow.Decimal128Type{Precision: 4, Scale: 2}, 1,
-		[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.GetBytes(vals))}, nil, 0, 0)
+	data := array.NewData(dt, 1, []*memory.Buffer{nil, memory.NewBufferBytes(arrow.GetBytes(vals))}, nil, 0, 0)
 	return array.MakeFromData(data)
 }
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"unicode/utf8"
@@ -266,7 +267,8 @@ func (v *jsonInferVisitor) specs() ([]store.ColumnSpec, error) {
 
 // arrowSpecs returns the columns of an Arrow schema: each field's name checked with
 // store.ValidateColumnName and unique case-insensitively (CodeInvalid), its type from
-// store.TypeFromArrow (CodeUnprocessable for types no column holds).
+// store.TypeFromArrow (CodeUnprocessable for types no column holds, including decimals
+// whose precision is outside 1 to 38).
 func arrowSpecs(schema *arrow.Schema) ([]store.ColumnSpec, error) {
 	if schema.NumFields() == 0 {
 		return nil, store.Errorf(store.CodeUnprocessable, "the Arrow schema has no fields to infer columns from")
@@ -283,8 +285,13 @@ func arrowSpecs(schema *arrow.Schema) ([]store.ColumnSpec, error) {
 			}
 		}
 		t, err := store.TypeFromArrow(f.Type)
+		if err == nil {
+			// TypeFromArrow does not check a decimal's precision and scale.
+			t, err = store.ParseType(string(t))
+		}
 		if err != nil {
-			return nil, locate(err, 0, 0, f.Name)
+			return nil, &store.Error{Code: store.CodeUnprocessable, Column: f.Name,
+				Message: fmt.Sprintf("Arrow type %s has no column type", f.Type), Err: err}
 		}
 		specs[i] = store.ColumnSpec{Name: f.Name, Type: string(t)}
 	}

@@ -202,6 +202,7 @@ func TestInferArrow(t *testing.T) {
 		column string
 	}{
 		{"list field", []arrow.Field{{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int8)}}, store.CodeUnprocessable, "l"},
+		{"decimal precision past 38", []arrow.Field{{Name: "d", Type: &arrow.Decimal128Type{Precision: 40, Scale: 2}}}, store.CodeUnprocessable, "d"},
 		{"duplicate", []arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int8}, {Name: "A", Type: arrow.PrimitiveTypes.Int8}}, store.CodeInvalid, "A"},
 		{"bad name", []arrow.Field{{Name: "tab\there", Type: arrow.PrimitiveTypes.Int8}}, store.CodeInvalid, "tab\there"},
 		{"no fields", nil, store.CodeUnprocessable, ""},
