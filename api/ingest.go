@@ -27,7 +27,8 @@ type rowDecoder interface {
 	// *store.Error: CodeInvalid for malformed syntax (Line set when known),
 	// CodeUnprocessable for an unknown field or a value that does not fit its column
 	// (Row, Line and Column set), CodeTooLarge for a body that expands past the
-	// decoder's memory budget.
+	// decoder's memory budget. The record is held in Go memory (garbage-collected,
+	// Release is optional) and never refers to body, which the caller may reuse.
 	Decode(body []byte, s *store.Schema) (arrow.RecordBatch, error)
 }
 
@@ -69,7 +70,7 @@ func decoderFor(contentType string) (rowDecoder, error) {
 	}
 	return nil, &store.Error{
 		Code: store.CodeInvalid,
-		Message: "unsupported Content-Type " + strconv.Quote(contentType) + "; send " + mediaCSV + ", " +
+		Message: "unsupported Content-Type " + quoteValue(contentType) + "; send " + mediaCSV + ", " +
 			mediaJSON + ", " + mediaNDJSON + ", " + mediaArrowStream + " or " + mediaArrowFile,
 		Err: errUnsupportedMediaType,
 	}
@@ -124,6 +125,7 @@ type shown struct {
 	bare bool
 }
 
+// String renders the value: bare text cut to maxShown bytes, or quoteValue.
 func (in shown) String() string {
 	if in.bare {
 		return cut(in.text)

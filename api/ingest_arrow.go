@@ -156,12 +156,14 @@ type budgetAllocator struct {
 	exceeded atomic.Bool
 }
 
+// newBudgetAllocator returns an allocator that hands out at most budget bytes.
 func newBudgetAllocator(budget int64) *budgetAllocator {
 	a := &budgetAllocator{}
 	a.left.Store(budget)
 	return a
 }
 
+// charge books n bytes, panicking with errArrowBudget once the budget is spent.
 func (a *budgetAllocator) charge(n int) {
 	if a.left.Add(-int64(n)) < 0 {
 		a.exceeded.Store(true)
@@ -276,12 +278,14 @@ func recoverArrow(err *error) {
 	}
 }
 
+// releaseBatches releases every batch.
 func releaseBatches(bs []arrow.RecordBatch) {
 	for _, b := range bs {
 		b.Release()
 	}
 }
 
+// releaseAll releases every array.
 func releaseAll(as []arrow.Array) {
 	for _, a := range as {
 		a.Release()
@@ -426,6 +430,7 @@ func widen(a arrow.Array) (signed []int64, unsigned []uint64, ok bool) {
 	return nil, nil, false
 }
 
+// widenTo copies the values of an integer array of element type S into W values.
 func widenTo[S int8 | int16 | int32 | uint8 | uint16 | uint32, W int64 | uint64](a arrow.Array) []W {
 	in := valuesOf[S](a)
 	out := make([]W, len(in))

@@ -24,6 +24,8 @@ type fbTable struct {
 	pos uint32
 }
 
+// fbU16, fbU32 and fbU64 read a little-endian integer at a position; ok is false
+// when it does not lie in buf.
 func fbU16(buf []byte, at uint32) (uint16, bool) {
 	if uint64(at)+2 > uint64(len(buf)) {
 		return 0, false

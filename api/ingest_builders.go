@@ -103,6 +103,7 @@ type bitmap struct {
 	n    int
 }
 
+// add appends one bit.
 func (b *bitmap) add(set bool) {
 	if b.n&7 == 0 {
 		b.bits = append(b.bits, 0)
@@ -120,6 +121,7 @@ type validity struct {
 	nulls int
 }
 
+// add appends one slot's validity.
 func (v *validity) add(valid bool) {
 	if !valid {
 		v.nulls++
@@ -127,6 +129,7 @@ func (v *validity) add(valid bool) {
 	v.bitmap.add(valid)
 }
 
+// buffer returns the bitmap as an Arrow buffer, nil without nulls.
 func (v *validity) buffer() *memory.Buffer {
 	if v.nulls == 0 {
 		return nil
@@ -148,6 +151,7 @@ type fixedBuilder[T arrow.FixedWidthType] struct {
 	valid validity
 }
 
+// push appends a valid value.
 func (b *fixedBuilder[T]) push(v T) {
 	b.vals = append(b.vals, v)
 	b.valid.add(true)
@@ -159,6 +163,7 @@ func (b *fixedBuilder[T]) appendNull() {
 	b.valid.add(false)
 }
 
+// finish wraps the values and validity as an array of type dt.
 func (b *fixedBuilder[T]) finish() arrow.Array {
 	return newArray(b.dt, len(b.vals), []*memory.Buffer{b.valid.buffer(), memory.NewBufferBytes(arrow.GetBytes(b.vals))}, b.valid.nulls)
 }
@@ -185,6 +190,7 @@ func (b *intBuilder[T]) appendJSON(v jsonValue) error {
 	return jsonTypeError(v, b.typ)
 }
 
+// parse appends the integer s, or returns the error for it, showing in.
 func (b *intBuilder[T]) parse(s string, in shown) error {
 	v, res := parseInteger(s, b.rng)
 	switch res {
@@ -222,6 +228,7 @@ func (b *floatBuilder[T]) appendJSON(v jsonValue) error {
 	return jsonTypeError(v, b.typ)
 }
 
+// parse appends the number s, or returns the error for it, showing in.
 func (b *floatBuilder[T]) parse(s string, in shown) error {
 	f, ok, finite := parseFloat(s, b.bitSize)
 	switch {
@@ -257,6 +264,7 @@ func (b *decimalBuilder) appendJSON(v jsonValue) error {
 	return jsonTypeError(v, b.typ)
 }
 
+// parse appends the decimal s, or returns the error for it, showing in.
 func (b *decimalBuilder) parse(s string, in shown) error {
 	v, ok, inRange := parseDecimal(s, b.precision, b.scale)
 	switch {
@@ -325,6 +333,8 @@ func (b *binaryBuilder) appendNull() {
 	b.valid.add(false)
 }
 
+// push appends a valid value; past 2 GiB of data (the reach of utf8 and binary
+// int32 offsets) it returns a CodeTooLarge error.
 func (b *binaryBuilder) push(s string) error {
 	if len(b.data)+len(s) > math.MaxInt32 {
 		return &store.Error{Code: store.CodeTooLarge, Message: "column holds more than 2 GiB of data"}
@@ -388,6 +398,7 @@ func (b *dateBuilder) appendJSON(v jsonValue) error {
 	return jsonTypeError(v, store.TypeDate)
 }
 
+// parse appends the date s, or returns the error for it, showing in.
 func (b *dateBuilder) parse(s string, in shown) error {
 	d, ok := parseDate(s)
 	if !ok {
@@ -414,6 +425,7 @@ func (b *timeBuilder) appendJSON(v jsonValue) error {
 	return jsonTypeError(v, store.TypeTime)
 }
 
+// parse appends the time s, or returns the error for it, showing in.
 func (b *timeBuilder) parse(s string, in shown) error {
 	t, ok := parseTime(s)
 	if !ok {
@@ -446,6 +458,7 @@ func (b *timestampBuilder) appendJSON(v jsonValue) error {
 	return jsonTypeError(v, b.typ)
 }
 
+// parse appends the timestamp s, or returns the error for it, showing in.
 func (b *timestampBuilder) parse(s string, in shown) error {
 	t, _, ok := parseTimestamp(s)
 	if !ok {

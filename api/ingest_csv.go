@@ -141,6 +141,7 @@ type csvBody struct {
 	row   int
 }
 
+// newCSVBody starts reading body, skipping a UTF-8 byte order mark.
 func newCSVBody(body []byte) *csvBody {
 	body = bytes.TrimPrefix(body, []byte("\uFEFF"))
 	r := csv.NewReader(bytes.NewReader(body))

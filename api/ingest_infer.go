@@ -137,6 +137,7 @@ const (
 	groupText // strings, objects and arrays
 )
 
+// String names the group as error messages do.
 func (g jsonGroup) String() string {
 	switch g {
 	case groupBoolean:
@@ -171,14 +172,17 @@ type jsonInferVisitor struct {
 	row    int
 }
 
+// newJSONInferVisitor returns a visitor that has seen no rows.
 func newJSONInferVisitor() *jsonInferVisitor {
 	return &jsonInferVisitor{byName: make(map[string]int)}
 }
 
-func (v *jsonInferVisitor) startRow(row, _ int) { v.row = row }
+func (v *jsonInferVisitor) startRow(row int) { v.row = row }
 
-func (v *jsonInferVisitor) endRow() error { return nil }
+func (v *jsonInferVisitor) endRow() {}
 
+// member adds one value to what is known of its field. Errors: a field set twice in
+// one object, values of two groups, a number past DOUBLE's range.
 func (v *jsonInferVisitor) member(name string, val jsonValue) error {
 	fi, err := v.field(name)
 	if err != nil {

@@ -23,6 +23,15 @@ import (
 // rejected. Every row must be a JSON object; member names are matched to columns
 // exactly, then case-insensitively, and a name that appears twice in one object
 // (after that matching) is rejected.
+//
+// Values (the column builders in ingest_builders.go): null is NULL in any column;
+// numbers are read from their text, integers exactly at any size, and must be whole
+// and in range for integer columns; strings holding numbers are also accepted by the
+// numeric columns, as the protobuf JSON mapping writes 64-bit integers, decimals and
+// "NaN"/"Infinity"; true and false only go to BOOLEAN; VARCHAR takes strings, and
+// objects and arrays as their JSON text, but rejects numbers and booleans rather than
+// guess their spelling; BLOB takes base64 strings; DATE, TIME, TIMESTAMP and
+// TIMESTAMPTZ take strings in ISO 8601 forms.
 type jsonDecoder struct{ ndjson bool }
 
 // Decode implements rowDecoder.
@@ -44,7 +53,7 @@ func (d jsonDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, er
 	return finishRecord(s, bs, v.row), nil
 }
 
-// Infer implements rowDecoder with inferJSON (see ingest_infer.go).
+// Infer implements rowDecoder with jsonInferVisitor (see ingest_infer.go).
 func (d jsonDecoder) Infer(body []byte) ([]store.ColumnSpec, error) {
 	v := newJSONInferVisitor()
 	sc := newJSONScanner(body, d.ndjson)
@@ -110,16 +119,16 @@ func (v jsonValue) shown() shown {
 // row object in order, with its name unescaped; errors it returns are located at the
 // row by the scanner.
 type jsonRowVisitor interface {
-	startRow(row, line int)
+	startRow(row int)
 	member(name string, v jsonValue) error
-	endRow() error
+	endRow()
 }
 
 // maxJSONDepth bounds the nesting of arrays and objects inside a row value.
 const maxJSONDepth = 512
 
 // jsonScanner reads JSON text (RFC 8259) from one body in a single pass, tracking the
-// line number for error messages. It validates the full grammar, including UTF-8 in
+// line and byte column for error messages. It validates the full grammar, including UTF-8 in
 // strings and escape sequences; lone surrogate escapes become U+FFFD, as encoding/json
 // does.
 type jsonScanner struct {
@@ -138,7 +147,7 @@ func newJSONScanner(body []byte, ndjson bool) *jsonScanner {
 	if strings.HasPrefix(s, "\uFEFF") {
 		p = 3
 	}
-	return &jsonScanner{s: s, p: p, line: 1, ndjson: ndjson}
+	return &jsonScanner{s: s, p: p, line: 1, lineStart: p, ndjson: ndjson}
 }
 
 // syntaxError returns the CodeInvalid error for malformed JSON at the current position.
@@ -256,7 +265,7 @@ func (sc *jsonScanner) row(v jsonRowVisitor, row int) error {
 		return &store.Error{Code: store.CodeUnprocessable, Row: row, Line: line,
 			Message: "row is a JSON " + val.kind.String() + ", not an object"}
 	}
-	v.startRow(row, line)
+	v.startRow(row)
 	if err := sc.object(v); err != nil {
 		return atRow(err, row, line)
 	}
@@ -271,7 +280,8 @@ func (sc *jsonScanner) object(v jsonRowVisitor) error {
 	}
 	if sc.p < len(sc.s) && sc.s[sc.p] == '}' {
 		sc.p++
-		return v.endRow()
+		v.endRow()
+		return nil
 	}
 	for {
 		if sc.p >= len(sc.s) || sc.s[sc.p] != '"' {
@@ -315,7 +325,8 @@ func (sc *jsonScanner) object(v jsonRowVisitor) error {
 				continue
 			case '}':
 				sc.p++
-				return v.endRow()
+				v.endRow()
+				return nil
 			}
 		}
 		return sc.syntaxError("expected ',' or '}' after member %s, found %s", quoteValue(name), sc.describe())
@@ -583,6 +594,7 @@ func (sc *jsonScanner) scanString() (raw string, escaped bool, err error) {
 	return "", false, sc.syntaxError("unterminated string")
 }
 
+// isHex4 reports whether s starts with four hex digits.
 func isHex4(s string) bool {
 	for i := 0; i < 4; i++ {
 		if hexVal(s[i]) < 0 {
@@ -592,6 +604,7 @@ func isHex4(s string) bool {
 	return true
 }
 
+// hexVal returns the value of a hex digit, or -1.
 func hexVal(c byte) rune {
 	switch {
 	case '0' <= c && c <= '9':
@@ -604,6 +617,7 @@ func hexVal(c byte) rune {
 	return -1
 }
 
+// hex4 returns the value of the four hex digits s starts with.
 func hex4(s string) rune {
 	return hexVal(s[0])<<12 | hexVal(s[1])<<8 | hexVal(s[2])<<4 | hexVal(s[3])
 }
@@ -670,11 +684,13 @@ type jsonDecodeVisitor struct {
 	prevCols  []int
 }
 
-func (v *jsonDecodeVisitor) startRow(row, _ int) {
+func (v *jsonDecodeVisitor) startRow(row int) {
 	v.row = row
 	v.k = 0
 }
 
+// member appends one member's value to its column. Errors: an unknown field, a
+// column set twice in one object, a value that does not fit the column.
 func (v *jsonDecodeVisitor) member(name string, val jsonValue) error {
 	var ci int
 	if v.k < len(v.prevNames) && v.prevNames[v.k] == name {
@@ -704,6 +720,7 @@ func (v *jsonDecodeVisitor) member(name string, val jsonValue) error {
 	return nil
 }
 
+// resolve returns the column index of a member name, or -1, remembering the answer.
 func (v *jsonDecodeVisitor) resolve(name string) int {
 	if ci, ok := v.byName[name]; ok {
 		return ci
@@ -713,11 +730,11 @@ func (v *jsonDecodeVisitor) resolve(name string) int {
 	return ci
 }
 
-func (v *jsonDecodeVisitor) endRow() error {
+// endRow appends NULL to every column the row did not set.
+func (v *jsonDecodeVisitor) endRow() {
 	for i, r := range v.seen {
 		if r != v.row {
 			v.cols[i].appendNull()
 		}
 	}
-	return nil
 }

@@ -96,6 +96,7 @@ func parseDecNumber(s string) (d decNumber, ok bool) {
 	return d, true
 }
 
+// isDigit reports whether c is an ASCII digit.
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // digit returns the k-th digit of ip+fp.
@@ -279,6 +280,7 @@ func parseFloat(s string, bitSize int) (f float64, ok, finite bool) {
 	return f, true, true
 }
 
+// isRangeError reports whether a strconv error is a range error.
 func isRangeError(err error) bool { return errors.Is(err, strconv.ErrRange) }
 
 // parseBool reads a BOOLEAN from text, case-insensitively: "true", "t", "1" or
