@@ -68,18 +68,19 @@ func (d arrowDecoder) Decode(body []byte, s *store.Schema) (rec arrow.RecordBatc
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
-	n := 0
+	defer releaseBatches(batches)
+	// Rows of null-typed fields cost no bytes in the body, so the row count is bounded
+	// by the memory the decoded record may take instead.
+	limit := arrowBudget(len(body)) / rowBytes(s)
+	var rows int64
 	for _, b := range batches {
-		n += int(b.NumRows())
+		if b.NumRows() < 0 || b.NumRows() > limit-rows {
+			return nil, &store.Error{Code: store.CodeTooLarge,
+				Message: fmt.Sprintf("the Arrow body holds more rows than the %d a body of %d bytes may decode to", limit, len(body))}
+		}
+		rows += b.NumRows()
 	}
-	if n > 8*len(body)+1024 {
-		return nil, store.Errorf(store.CodeInvalid, "the Arrow body claims %d rows, more than its %d bytes can hold", n, len(body))
-	}
+	n := int(rows)
 	colOf := make([]int, schema.NumFields())
 	inBody := make([]bool, len(s.Columns))
 	for j, f := range schema.Fields() {
@@ -129,6 +130,20 @@ func (d arrowDecoder) Decode(body []byte, s *store.Schema) (rec arrow.RecordBatc
 		}
 	}
 	return array.NewRecordBatch(s.Arrow(), cols, int64(n)), nil
+}
+
+// rowBytes is a lower bound of the bytes one decoded row of s takes: the values of
+// fixed-width columns (a byte for BOOLEAN) and the offsets of VARCHAR and BLOB.
+func rowBytes(s *store.Schema) int64 {
+	w := int64(1)
+	for _, c := range s.Columns {
+		if fw, ok := c.Type.Arrow().(arrow.FixedWidthDataType); ok {
+			w += int64(max(fw.BitWidth()/8, 1))
+		} else {
+			w += 4
+		}
+	}
+	return w
 }
 
 // goAllocator allocates Go memory, so that decoded records are garbage-collected.
