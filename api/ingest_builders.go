@@ -462,7 +462,7 @@ func (b *timestampBuilder) appendJSON(v jsonValue) error {
 func (b *timestampBuilder) parse(s string, in shown) error {
 	t, _, ok := parseTimestamp(s)
 	if !ok {
-		return valueError("value " + in.String() + " is not a " + string(b.typ) + " (YYYY-MM-DD[ HH:MM:SS[.ffffff]][±HH:MM])")
+		return valueError("value " + in.String() + " is not a " + string(b.typ) + " (YYYY-MM-DD[ HH:MM:SS[.ffffff]][±HH:MM], years 0000 to 9999 in UTC)")
 	}
 	b.push(t)
 	return nil

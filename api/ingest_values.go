@@ -425,8 +425,8 @@ const (
 // that date, a separator ("T", "t" or a space), a clock (see parseClock) and an
 // optional UTC offset ("Z", "z", "±HH", "±HHMM" or "±HH:MM", up to ±23:59). It returns
 // microseconds since 1970-01-01 00:00:00 UTC: a value with an offset is converted to
-// that instant, a value without one is taken as UTC. The server's time zone is never
-// consulted.
+// that instant, which must lie within the years 0000 to 9999; a value without one is
+// taken as UTC. The server's time zone is never consulted.
 func parseTimestamp(s string) (micros int64, form timestampForm, ok bool) {
 	if len(s) < 10 {
 		return 0, 0, false
@@ -451,11 +451,19 @@ func parseTimestamp(s string) (micros int64, form timestampForm, ok bool) {
 		return micros, formLocal, true
 	}
 	offset, ok := parseOffset(rest)
-	if !ok {
+	if !ok || micros-offset < minTimestamp || micros-offset > maxTimestamp {
 		return 0, 0, false
 	}
 	return micros - offset, formOffset, true
 }
+
+// The instants parseTimestamp returns, 0000-01-01 00:00:00 to 9999-12-31
+// 23:59:59.999999 UTC: an offset may not move a value out of the years the text form
+// can spell, so that every stored timestamp reads back from its ISO text.
+const (
+	minTimestamp = -62_167_219_200 * microsPerSecond
+	maxTimestamp = 253_402_300_800*microsPerSecond - 1
+)
 
 // parseOffset reads a UTC offset ("Z", "z", "±HH", "±HHMM", "±HH:MM") and returns it in
 // microseconds east of UTC.

@@ -207,13 +207,18 @@ func TestParseTimestamp(t *testing.T) {
 		{"2024-03-10T01:00:15.123456-05:30", instant, formOffset},
 		{"2024-03-09T23:30:15.123456-07", instant, formOffset},
 		{"1969-12-31T23:59:59.999999Z", time.Date(1969, 12, 31, 23, 59, 59, 999999000, time.UTC), formOffset},
+		{"0000-01-01T00:00:00Z", time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), formOffset},
+		{"0000-01-01T00:01:00+00:01", time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), formOffset},
+		{"9999-12-31T23:59:59.999999Z", time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC), formOffset},
+		{"9999-12-31T22:59:59.999999-01", time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC), formOffset},
 	} {
 		got, form, ok := parseTimestamp(tc.in)
 		if !ok || got != tc.want.UnixMicro() || form != tc.form {
 			t.Errorf("parseTimestamp(%q) = %d, form %d, %v; want %d (%s), form %d", tc.in, got, form, ok, tc.want.UnixMicro(), tc.want, tc.form)
 		}
 	}
-	for _, in := range []string{"2024-03-10T", "2024-03-10X06:30", "2024-03-10 06:30:15 +02:00", "2024-03-10 06:30:15+2", "2024-03-10 06:30:15+24:00", "2024-03-10 06:30:15+02:60", "2024-03-10 06:30:15UTC", "2024-02-30 00:00:00", "2001/01/01 00:47"} {
+	for _, in := range []string{"2024-03-10T", "2024-03-10X06:30", "2024-03-10 06:30:15 +02:00", "2024-03-10 06:30:15+2", "2024-03-10 06:30:15+24:00", "2024-03-10 06:30:15+02:60", "2024-03-10 06:30:15UTC", "2024-02-30 00:00:00", "2001/01/01 00:47",
+		"0000-01-01 00:00+00:01", "9999-12-31T23:59:59.999999-00:01"} {
 		if _, _, ok := parseTimestamp(in); ok {
 			t.Errorf("parseTimestamp(%q) ok, want not ok", in)
 		}
