@@ -67,7 +67,7 @@ func newEnv(t testing.TB, o options) *env {
 	if o.reader != nil {
 		o.reader(reader)
 	}
-	cfg := api.Config{Logger: slog.New(slog.DiscardHandler)}
+	cfg := api.Config{Logger: slog.New(slog.DiscardHandler), RateLimit: -1}
 	if o.api != nil {
 		o.api(&cfg)
 	}

@@ -23,8 +23,8 @@ const (
 	DefaultMaxBodyBytes       = 256 << 20
 	DefaultMaxQueryBodyBytes  = 1 << 20
 	DefaultStreamWriteTimeout = 30 * time.Second
-	DefaultRateLimit          = 100
-	DefaultRateBurst          = 200
+	DefaultRateLimit          = 500
+	DefaultRateBurst          = 1000
 )
 
 // Config configures a Server.

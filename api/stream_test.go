@@ -45,12 +45,17 @@ func (e *env) openStream(t testing.TB, path, token string, headers ...string) *h
 	return resp
 }
 
-// sseStream is an open SSE response read with the WHATWG parser.
+// sseStream is an open SSE response read with the WHATWG parser. A watchdog closes the
+// response when no event arrives for streamSilence, so a test waiting for an event that
+// never comes fails instead of hanging.
 type sseStream struct {
-	t    testing.TB
-	resp *http.Response
-	p    *sseParser
+	t        testing.TB
+	resp     *http.Response
+	p        *sseParser
+	watchdog *time.Timer
 }
+
+const streamSilence = 30 * time.Second
 
 func (e *env) sse(t testing.TB, path, token string, headers ...string) *sseStream {
 	t.Helper()
@@ -62,13 +67,14 @@ func (e *env) sse(t testing.TB, path, token string, headers ...string) *sseStrea
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("Content-Type %q", ct)
 	}
-	return &sseStream{t: t, resp: resp, p: newSSEParser(resp.Body)}
+	return &sseStream{t: t, resp: resp, p: newSSEParser(resp.Body), watchdog: time.AfterFunc(streamSilence, func() { resp.Body.Close() })}
 }
 
 // next returns the next event that is not a heartbeat.
 func (s *sseStream) next() sseEvent {
 	s.t.Helper()
 	for {
+		s.watchdog.Reset(streamSilence)
 		ev, err := s.p.Next()
 		if err != nil {
 			s.t.Fatalf("stream ended: %v", err)

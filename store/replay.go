@@ -18,6 +18,8 @@ import (
 type Activation struct {
 	ID      uuid.UUID
 	TableID int64
+	// TableName is the name of the activation's table, live or dropped.
+	TableName string
 	// Head is the seq of the activation's last commit (0 before the first).
 	Head int64
 	// Ended is true once the table was reset or dropped; Reason says which.
@@ -42,8 +44,11 @@ func (tx *ReadTx) Activation(ctx context.Context, tableID int64, id uuid.UUID) (
 	a := Activation{ID: id, TableID: tableID}
 	var reason sql.NullString
 	var ended sql.NullTime
-	err := tx.conn.QueryRowContext(ctx, `SELECT head_seq, physical, ended_at, end_reason FROM ducktail_catalog.activations WHERE id = ?::UUID AND table_id = ?`,
-		id.String(), tableID).Scan(&a.Head, &a.physical, &ended, &reason)
+	err := tx.conn.QueryRowContext(ctx, `
+		SELECT a.head_seq, a.physical, a.ended_at, a.end_reason, t.name
+		FROM ducktail_catalog.activations a JOIN ducktail_catalog.tables t ON t.id = a.table_id
+		WHERE a.id = ?::UUID AND a.table_id = ?`,
+		id.String(), tableID).Scan(&a.Head, &a.physical, &ended, &reason, &a.TableName)
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, &Error{Code: CodeNotFound, Message: "no such activation"}
 	}

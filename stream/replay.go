@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -57,11 +58,15 @@ func (s *Session) startReplay(ctx context.Context) error {
 			return nil
 		case err != nil:
 			return err
+		case pos.TableID != info.ID || info.ID != s.tableID:
+			// Another table's cursor, or that of an earlier table of this name.
+			reason = ReasonForeignCursor
+			if a.Ended && strings.EqualFold(a.TableName, s.table) {
+				reason = a.Reason
+			}
+			return nil
 		case a.Ended:
 			reason = a.Reason
-			return nil
-		case pos.TableID != info.ID || info.ID != s.tableID:
-			reason = ReasonForeignCursor
 			return nil
 		case pos.Seq > a.Head:
 			reason = ReasonCursorAhead
