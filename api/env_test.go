@@ -35,6 +35,8 @@ type options struct {
 	hub    func(*stream.Hub)
 	reader func(*snapshot.Reader)
 	api    func(*api.Config)
+	// http tunes the HTTP server before it starts.
+	http func(*http.Server)
 	// path reuses a database file (a restart); "" makes a new one.
 	path string
 }
@@ -71,7 +73,11 @@ func newEnv(t testing.TB, o options) *env {
 	if o.api != nil {
 		o.api(&cfg)
 	}
-	srv := httptest.NewServer(api.NewServer(cfg, db, hub, reader))
+	srv := httptest.NewUnstartedServer(api.NewServer(cfg, db, hub, reader))
+	if o.http != nil {
+		o.http(srv.Config)
+	}
+	srv.Start()
 	e := &env{t: t, db: db, hub: hub, srv: srv, client: srv.Client()}
 	t.Cleanup(e.close)
 	_, e.admin, _ = db.CreateToken(context.Background(), store.PurposeAdmin, "", 0)

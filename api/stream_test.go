@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -352,8 +353,10 @@ func TestFiftySubscribersDuringIngestSeeEveryLaterCommitExactlyOnce(t *testing.T
 }
 
 func TestServerWriteTimeoutDoesNotCutStreams(t *testing.T) {
-	e := newEnv(t, options{hub: func(h *stream.Hub) { h.HeartbeatInterval = 100 * time.Millisecond }})
-	e.srv.Config.WriteTimeout = 300 * time.Millisecond
+	e := newEnv(t, options{
+		hub:  func(h *stream.Hub) { h.HeartbeatInterval = 100 * time.Millisecond },
+		http: func(s *http.Server) { s.WriteTimeout = 300 * time.Millisecond },
+	})
 	e.createNumbers(t, "t")
 	s := e.sse(t, "/v1/tables/t/stream", e.admin)
 	s.next()
@@ -365,14 +368,21 @@ func TestServerWriteTimeoutDoesNotCutStreams(t *testing.T) {
 }
 
 func TestSlowConsumerEvictedOverTheWire(t *testing.T) {
-	e := newEnv(t, options{hub: func(h *stream.Hub) { h.MaxBufferedBatches = 2 }})
+	// The write deadline is long so that the slow consumer is evicted by its queue bound,
+	// not cut by a write that misses its deadline.
+	e := newEnv(t, options{
+		hub: func(h *stream.Hub) { h.MaxBufferedBatches = 2 },
+		api: func(c *api.Config) { c.StreamWriteTimeout = 5 * time.Minute },
+	})
 	e.createNumbers(t, "t")
 	slow := e.sse(t, "/v1/tables/t/stream", e.admin)
 	fast := e.sse(t, "/v1/tables/t/stream", e.admin)
 	slow.next()
 	fast.next()
 	big := strings.Repeat("x", 64<<10)
-	for i := 0; i < 200; i++ {
+	// 48 commits of 1 MiB each: more than loopback socket buffers hold, so the server's
+	// writes to the slow consumer block and its queue passes the bound.
+	for i := 0; i < 48; i++ {
 		var b bytes.Buffer
 		for j := 0; j < 16; j++ {
 			fmt.Fprintf(&b, "{\"n\":%d,\"s\":%q}\n", i, big)
@@ -428,17 +438,26 @@ func TestMetricsCountStreams(t *testing.T) {
 	s.next()
 	e.ingestNumbers(t, "t", 1, 1)
 	s.next()
-	m := string(e.do(t, "GET", "/metrics", "", nil).body)
-	for _, want := range []string{
+	// The server counts a frame right after writing it, so the client may see the frame
+	// first: wait for the counters.
+	want := []string{
 		"ducktail_streams_active 1",
 		`ducktail_stream_frames_total{event="batch"} 1`,
 		`ducktail_stream_frames_total{event="schema"} 1`,
 		"ducktail_stream_commit_to_write_seconds_count 1",
 		"ducktail_ingest_commits_total 1",
-	} {
-		if !strings.Contains(m, want) {
-			t.Errorf("/metrics lacks %q", want)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m := string(e.do(t, "GET", "/metrics", "", nil).body)
+		missing := slices.DeleteFunc(slices.Clone(want), func(w string) bool { return strings.Contains(m, w) })
+		if len(missing) == 0 {
+			break
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics lacks %q", missing)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	tok := e.token(t, store.PurposeStream, "t")
 	e.sse(t, "/stream/"+tok, "").next()
