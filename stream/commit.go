@@ -86,9 +86,14 @@ func (c *sharedCommit) frame(f Framing, enc Encoding) (Frame, error) {
 			}
 			ipcBytes = c.ipc
 		}
+		b, err := encodePayload(f, EventBatch, c.cursorString(), ipcBytes, jsonValue)
+		if err != nil {
+			lf.err = err
+			return
+		}
 		lf.frame = Frame{
 			Event:  EventBatch,
-			Bytes:  encodePayload(f, EventBatch, c.cursorString(), ipcBytes, jsonValue),
+			Bytes:  b,
 			Commit: CommitMeta{Position: c.event.Position, Rows: c.event.Rows, CommittedAt: c.event.CommittedAt},
 		}
 	})

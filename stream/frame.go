@@ -1,9 +1,13 @@
 package stream
 
 import (
+	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/ducktail/ducktail/store"
 )
@@ -61,11 +65,37 @@ type Frame struct {
 	Commit CommitMeta
 }
 
-// appendFrame frames one event. data is the payload: for FramingSSE it is written as one
-// data line and must hold no CR or LF (base64 and our JSON never do); for the JSON
-// framings it is a JSON value (dataIsJSON) or raw text to be written as a JSON string.
-// id is a cursor (base64url characters only) or "".
-func appendFrame(dst []byte, f Framing, event, id string, data []byte, dataIsJSON bool) []byte {
+// ErrUnframeable is returned by Framing.Encode for an event it refuses to write: an
+// unknown event name, or an id or data that would break the framing.
+var ErrUnframeable = errors.New("event cannot be framed")
+
+var eventNames = map[string]bool{
+	EventSchema: true, EventBatch: true, EventHeartbeat: true,
+	EventRefreshRequired: true, EventReconnect: true, EventFailure: true,
+}
+
+// Encode appends one event to dst in framing f and returns the extended slice.
+//
+// SSE (WHATWG HTML, "Server-sent events"): "event: <event>", then "id: <id>" when id is
+// not empty, then one "data: <data>" line ("data:" when empty), then a blank line. NDJSON
+// and JSON-seq (RFC 7464): {"event":…,"id":…,"data":…} then LF, JSON-seq with RS first;
+// data is inserted as a JSON value when dataIsJSON, otherwise as a JSON string.
+//
+// Encode refuses (ErrUnframeable) an event name outside the fixed set, an id holding CR,
+// LF, NUL or invalid UTF-8, data that is not valid UTF-8 (all three media types are
+// UTF-8 text), and, where data is written raw (SSE, or JSON data), data holding CR, LF
+// or NUL: a record never contains a raw newline, because for NDJSON the line is the only
+// record boundary there is, and an SSE field ends at CR or LF (seed 004, "Framing").
+func (f Framing) Encode(dst []byte, event, id string, data []byte, dataIsJSON bool) ([]byte, error) {
+	if !eventNames[event] {
+		return dst, fmt.Errorf("%w: unknown event %q", ErrUnframeable, event)
+	}
+	if strings.ContainsAny(id, "\r\n\x00") || !utf8.ValidString(id) {
+		return dst, fmt.Errorf("%w: id holds CR, LF, NUL or invalid UTF-8", ErrUnframeable)
+	}
+	if !utf8.Valid(data) || ((f == FramingSSE || dataIsJSON) && bytes.ContainsAny(data, "\r\n\x00")) {
+		return dst, fmt.Errorf("%w: data holds CR, LF, NUL or invalid UTF-8", ErrUnframeable)
+	}
 	switch f {
 	case FramingSSE:
 		dst = append(dst, "event: "...)
@@ -77,11 +107,11 @@ func appendFrame(dst []byte, f Framing, event, id string, data []byte, dataIsJSO
 			dst = append(dst, '\n')
 		}
 		if len(data) == 0 {
-			return append(dst, "data:\n\n"...)
+			return append(dst, "data:\n\n"...), nil
 		}
 		dst = append(dst, "data: "...)
 		dst = append(dst, data...)
-		return append(dst, "\n\n"...)
+		return append(dst, "\n\n"...), nil
 	default:
 		if f == FramingJSONSeq {
 			dst = append(dst, 0x1e)
@@ -90,40 +120,47 @@ func appendFrame(dst []byte, f Framing, event, id string, data []byte, dataIsJSO
 		dst = append(dst, event...)
 		dst = append(dst, '"')
 		if id != "" {
-			dst = append(dst, `,"id":"`...)
-			dst = append(dst, id...)
-			dst = append(dst, '"')
+			dst = append(dst, `,"id":`...)
+			dst = store.AppendJSONString(dst, id)
 		}
 		if len(data) > 0 {
 			dst = append(dst, `,"data":`...)
 			if dataIsJSON {
 				dst = append(dst, data...)
 			} else {
-				dst = append(dst, '"')
-				dst = append(dst, data...)
-				dst = append(dst, '"')
+				dst = store.AppendJSONString(dst, string(data))
 			}
 		}
-		return append(dst, "}\n"...)
+		return append(dst, "}\n"...), nil
 	}
 }
 
 // encodePayload frames an event whose payload is either Arrow IPC bytes (base64-encoded
-// here) or a JSON value.
-func encodePayload(f Framing, event, id string, ipcBytes, jsonValue []byte) []byte {
+// here, RFC 4648 §4) or a JSON value.
+func encodePayload(f Framing, event, id string, ipcBytes, jsonValue []byte) ([]byte, error) {
 	if jsonValue != nil {
-		return appendFrame(make([]byte, 0, len(jsonValue)+len(id)+32), f, event, id, jsonValue, true)
+		return f.Encode(make([]byte, 0, len(jsonValue)+len(id)+32), event, id, jsonValue, true)
 	}
 	b64 := make([]byte, base64.StdEncoding.EncodedLen(len(ipcBytes)))
 	base64.StdEncoding.Encode(b64, ipcBytes)
-	return appendFrame(make([]byte, 0, len(b64)+len(id)+32), f, event, id, b64, false)
+	return f.Encode(make([]byte, 0, len(b64)+len(id)+32), event, id, b64, false)
+}
+
+// mustEncode frames an event built here from constants and escaped JSON, which always
+// frames; a failure is a bug.
+func mustEncode(f Framing, event string, data []byte) []byte {
+	b, err := f.Encode(nil, event, "", data, true)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // heartbeatFrames are the constant heartbeat events of each framing.
 var heartbeatFrames = [...]Frame{
-	FramingSSE:     {Event: EventHeartbeat, Bytes: appendFrame(nil, FramingSSE, EventHeartbeat, "", nil, false)},
-	FramingNDJSON:  {Event: EventHeartbeat, Bytes: appendFrame(nil, FramingNDJSON, EventHeartbeat, "", nil, false)},
-	FramingJSONSeq: {Event: EventHeartbeat, Bytes: appendFrame(nil, FramingJSONSeq, EventHeartbeat, "", nil, false)},
+	FramingSSE:     {Event: EventHeartbeat, Bytes: mustEncode(FramingSSE, EventHeartbeat, nil)},
+	FramingNDJSON:  {Event: EventHeartbeat, Bytes: mustEncode(FramingNDJSON, EventHeartbeat, nil)},
+	FramingJSONSeq: {Event: EventHeartbeat, Bytes: mustEncode(FramingJSONSeq, EventHeartbeat, nil)},
 }
 
 // terminalFrame frames a terminal event: refresh-required {"reason"}, reconnect
@@ -145,7 +182,7 @@ func terminalFrame(f Framing, event, reason string, retryMS int64, message strin
 		data = store.AppendJSONString(data, message)
 	}
 	data = append(data, '}')
-	return Frame{Event: event, Bytes: appendFrame(nil, f, event, "", data, true), Terminal: true, Reason: reason}
+	return Frame{Event: event, Bytes: mustEncode(f, event, data), Terminal: true, Reason: reason}
 }
 
 // Preamble returns what to write right after the response headers: for SSE a comment,

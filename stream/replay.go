@@ -157,9 +157,13 @@ func (s *Session) replayNext(ctx context.Context) error {
 				}
 			}
 			pos := store.Position{TableID: a.TableID, Activation: a.ID, Seq: c.Seq}
+			b, err := encodePayload(s.framing, EventBatch, s.hub.Codec.Encode(pos), ipcBytes, jsonValue)
+			if err != nil {
+				return err
+			}
 			s.out = append(s.out, Frame{
 				Event:  EventBatch,
-				Bytes:  encodePayload(s.framing, EventBatch, s.hub.Codec.Encode(pos), ipcBytes, jsonValue),
+				Bytes:  b,
 				Commit: CommitMeta{Position: pos, Rows: c.Rows, CommittedAt: c.CommittedAt, Replayed: true},
 			})
 			s.pos = pos

@@ -271,14 +271,17 @@ func (s *Session) appendSchema(schema *store.Schema) bool {
 
 func (s *Session) schemaFrame(schema *store.Schema) (Frame, error) {
 	id := s.hub.Codec.Encode(s.pos)
+	var ipcBytes, jsonValue []byte
 	if s.encoding == EncodingJSON {
-		return Frame{Event: EventSchema, Bytes: encodePayload(s.framing, EventSchema, id, nil, appendJSONSchema(nil, schema))}, nil
+		jsonValue = appendJSONSchema(nil, schema)
+	} else {
+		var err error
+		if ipcBytes, err = ArrowIPC(schema.Arrow(), nil); err != nil {
+			return Frame{}, err
+		}
 	}
-	ipcBytes, err := ArrowIPC(schema.Arrow(), nil)
-	if err != nil {
-		return Frame{}, err
-	}
-	return Frame{Event: EventSchema, Bytes: encodePayload(s.framing, EventSchema, id, ipcBytes, nil)}, nil
+	b, err := encodePayload(s.framing, EventSchema, id, ipcBytes, jsonValue)
+	return Frame{Event: EventSchema, Bytes: b}, err
 }
 
 func (s *Session) internalFailure(err error) Frame {
