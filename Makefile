@@ -49,5 +49,12 @@ fuzz:
 fuzz-ci:
 	$(MAKE) fuzz FUZZTIME=5s
 
+## ui: rebuild the live table page (served at /ui/) from web/ with Vite into api/ui/dist,
+## which go:embed compiles into the binary; commit api/ui/dist with the change. Needs
+## Node.js >= 20.19 and npm; web/package-lock.json pins every npm package, and `npm ci`
+## there also installs what the Node.js and Chromium tests use.
+ui:
+	cd web && npm ci && npm run build
+
 clean:
 	rm -rf bin

@@ -107,6 +107,7 @@ func (s *Server) routes() chi.Router {
 	r.Get("/readyz", s.readyz)
 	r.Handle("/metrics", s.metricsHandler())
 	r.Get("/stream/{token}", s.streamByPathToken)
+	r.Mount("/ui", s.ui())
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate)
 		r.Post("/tokens", s.createToken)

@@ -1,0 +1,79 @@
+// The page's HTTP calls to ducktail: the tables a token may see, and a table's snapshot
+// as an Arrow IPC stream with the cursor it was taken at (DESIGN.md, "The atomic
+// hand-off").
+import { decodeBody } from './arrow.js';
+
+const ARROW_STREAM = 'application/vnd.apache.arrow.stream';
+const CURSOR_HEADER = 'Ducktail-Cursor';
+
+/** A call that failed; message is meant for the user. */
+export class ApiError extends Error {}
+
+/** @param {string} base an API base URL, with or without a trailing slash */
+export function normalizeBase(base) {
+  return base.trim().replace(/\/+$/, '');
+}
+
+/** The stream URL for an EventSource: the token in the path, the cursor in the query. */
+export function streamURL(base, token, cursor) {
+  const url = `${base}/stream/${encodeURIComponent(token)}`;
+  return cursor ? `${url}?cursor=${encodeURIComponent(cursor)}` : url;
+}
+
+/** The message for a call the browser could not make or read at all. */
+export function unreachable(base, what) {
+  return `${what}: could not reach ${base} from ${location.origin}. The server is down, ` +
+    `its TLS certificate is not trusted by this browser, or this origin is not on its ` +
+    `--cors-origin allow-list.`;
+}
+
+async function call(base, path, token, accept, what) {
+  let res;
+  try {
+    res = await fetch(base + path, {
+      headers: { Authorization: `Bearer ${token}`, Accept: accept },
+      cache: 'no-store',
+    });
+  } catch {
+    throw new ApiError(unreachable(base, what));
+  }
+  if (!res.ok) {
+    throw new ApiError(`${what}: ${await describeFailure(res)}`);
+  }
+  return res;
+}
+
+async function describeFailure(res) {
+  let detail = '';
+  try {
+    const problem = await res.json();
+    detail = problem.detail || problem.title || '';
+  } catch {
+    // Not problem+json: the status says it all.
+  }
+  return `HTTP ${res.status}${detail ? ` – ${detail}` : ''}`;
+}
+
+/**
+ * The names of the tables the token may see (GET /v1/tables).
+ * @returns {Promise<string[]>}
+ */
+export async function listTables(base, token) {
+  const res = await call(base, '/v1/tables', token, 'application/json', 'Listing the tables failed');
+  const body = await res.json();
+  return body.tables.map((t) => t.name);
+}
+
+/**
+ * The snapshot of a table and its cursor (GET /v1/tables/{table}/snapshot).
+ * @returns {Promise<{table: import('apache-arrow').Table, cursor: string}>}
+ */
+export async function fetchSnapshot(base, token, table) {
+  const what = `The snapshot of ${table} failed`;
+  const res = await call(base, `/v1/tables/${encodeURIComponent(table)}/snapshot`, token, ARROW_STREAM, what);
+  const cursor = res.headers.get(CURSOR_HEADER);
+  if (!cursor) {
+    throw new ApiError(`${what}: the response has no readable ${CURSOR_HEADER} header (is it exposed by CORS?)`);
+  }
+  return { table: decodeBody(await res.arrayBuffer()), cursor };
+}

@@ -1,0 +1,97 @@
+// Arrow IPC payloads of the stream and the snapshot, decoded with apache-arrow, and the
+// text and numbers the page shows for their values.
+import { DateUnit, Type, tableFromIPC, util } from 'apache-arrow';
+
+const fromBase64 = Uint8Array.fromBase64
+  ? (text) => Uint8Array.fromBase64(text)
+  : (text) => {
+      const bin = atob(text);
+      const out = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+      return out;
+    };
+
+/**
+ * Decodes the data of a schema or batch event: a base64 Arrow IPC stream.
+ * @param {string} data
+ * @returns {import('apache-arrow').Table}
+ */
+export function decodePayload(data) {
+  return tableFromIPC(fromBase64(data));
+}
+
+/**
+ * Decodes an Arrow IPC stream body (the snapshot).
+ * @param {ArrayBuffer} body
+ * @returns {import('apache-arrow').Table}
+ */
+export function decodeBody(body) {
+  return tableFromIPC(new Uint8Array(body));
+}
+
+/** @param {import('apache-arrow').DataType} type */
+export function isNumeric(type) {
+  return type.typeId === Type.Int || type.typeId === Type.Float || type.typeId === Type.Decimal;
+}
+
+/**
+ * The number a numeric value charts as, or null.
+ * @param {import('apache-arrow').DataType} type
+ */
+export function numericValue(type, value) {
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'number') return value;
+  if (typeof value === 'bigint') return Number(value);
+  if (type.typeId === Type.Decimal) return util.bigNumToNumber(value, type.scale);
+  return null;
+}
+
+/**
+ * The text a value is shown as; null for SQL NULL.
+ * @param {import('apache-arrow').DataType} type
+ * @returns {string | null}
+ */
+export function formatValue(type, value) {
+  if (value === null || value === undefined) return null;
+  switch (type.typeId) {
+    case Type.Date:
+      return new Date(value).toISOString().slice(0, type.unit === DateUnit.DAY ? 10 : 23);
+    case Type.Timestamp: {
+      const iso = new Date(value).toISOString();
+      return type.timezone ? iso : iso.slice(0, -1);
+    }
+    case Type.Decimal:
+      return decimalString(value, type.scale);
+    case Type.Binary:
+    case Type.LargeBinary:
+    case Type.FixedSizeBinary:
+      return `${value.length} bytes`;
+  }
+  switch (typeof value) {
+    case 'string':
+      return value;
+    case 'number':
+    case 'bigint':
+    case 'boolean':
+      return String(value);
+  }
+  return util.valueToString(value);
+}
+
+function decimalString(value, scale) {
+  let digits = util.bigNumToBigInt(value).toString();
+  const sign = digits.startsWith('-') ? '-' : '';
+  digits = digits.replace('-', '');
+  if (scale <= 0) return sign + digits;
+  digits = digits.padStart(scale + 1, '0');
+  return `${sign}${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
+}
+
+/**
+ * Whether two schemas have the same field names and types in the same order.
+ * @param {import('apache-arrow').Schema} a
+ * @param {import('apache-arrow').Schema} b
+ */
+export function sameSchema(a, b) {
+  return util.compareSchemas(a, b);
+}

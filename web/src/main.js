@@ -1,0 +1,285 @@
+// The live table page: connection form, status, chart, rows and the event log. The
+// URL fragment may carry the settings (#api=…&token=…&table=…&start=live); the token is
+// removed from the address bar once read.
+import './style.css';
+import { ApiError, listTables, normalizeBase } from './api.js';
+import { formatValue, isNumeric, numericValue, sameSchema } from './arrow.js';
+import { LiveChart } from './chart.js';
+import { LiveTable, Status } from './live.js';
+import { RateMeter } from './rate.js';
+
+/** Rows kept and rendered, newest first. */
+const MAX_ROWS = 200;
+/** Rows charted. */
+const CHART_ROWS = 2000;
+/** Entries kept in the event log. */
+const MAX_NOTICES = 50;
+
+const $ = (id) => document.getElementById(id);
+const form = $('connect-form');
+const apiInput = $('api');
+const tokenInput = $('token');
+const tableSelect = $('table');
+const startSelect = $('start');
+const disconnectButton = $('disconnect');
+const errorBox = $('error');
+const statusEl = $('status');
+const countEl = $('row-count');
+const rateEl = $('rate');
+const cursorEl = $('cursor');
+const chartSelect = $('chart-column');
+const thead = $('rows').tHead;
+const tbody = $('rows').tBodies[0];
+const notices = $('notices');
+
+const chart = new LiveChart($('chart'), CHART_ROWS);
+const rate = new RateMeter();
+
+/** What the page shows: the current schema and the latest rows, newest first. */
+const view = {
+  /** @type {import('apache-arrow').Schema | null} */
+  schema: null,
+  /** @type {{key: number, cells: Map<string, string|null>}[]} */
+  rows: [],
+  total: 0,
+  headerStale: true,
+  renderPending: false,
+};
+
+/** @type {LiveTable | null} */
+let live = null;
+/** Counts connect() calls, so that a slower earlier one gives way to a later one. */
+let attempts = 0;
+
+function setStatus(status, detail) {
+  statusEl.dataset.status = status;
+  statusEl.textContent = detail ? `${status} (${detail})` : status;
+  disconnectButton.disabled = status === Status.CLOSED;
+}
+
+function note(level, text) {
+  const li = document.createElement('li');
+  li.className = level;
+  const time = document.createElement('time');
+  const now = new Date();
+  time.dateTime = now.toISOString();
+  time.textContent = now.toLocaleTimeString();
+  li.append(time, ' ', text);
+  notices.prepend(li);
+  while (notices.children.length > MAX_NOTICES) notices.lastElementChild.remove();
+}
+
+function showError(text) {
+  errorBox.textContent = text;
+  errorBox.hidden = false;
+  note('error', text);
+}
+
+function clearError() {
+  errorBox.textContent = '';
+  errorBox.hidden = true;
+}
+
+/** Replaces the shown rows by the snapshot's. */
+function onSnapshot(table, cursor) {
+  view.rows = [];
+  view.total = 0;
+  rate.reset();
+  setSchema(table.schema, true);
+  addRows(table, false);
+  cursorEl.textContent = cursor;
+  note('info', `Snapshot of ${table.numRows.toLocaleString()} rows.`);
+}
+
+function onSchema(schema, cursor) {
+  if (!view.schema || !sameSchema(view.schema, schema)) {
+    if (view.schema) note('info', 'The table schema changed.');
+    setSchema(schema, !view.schema);
+  }
+  cursorEl.textContent = cursor;
+}
+
+function onBatch(table, cursor) {
+  addRows(table, true);
+  cursorEl.textContent = cursor;
+}
+
+function setSchema(schema, resetChart) {
+  view.schema = schema;
+  view.headerStale = true;
+  const numeric = schema.fields.filter((f) => isNumeric(f.type)).map((f) => f.name);
+  if (resetChart) chart.reset(numeric);
+  else chart.addColumns(numeric);
+  if (numeric.length && !numeric.includes(chart.column)) chart.show(numeric[0]);
+  chartSelect.replaceChildren(...numeric.map((n) => new Option(n, n, false, n === chart.column)));
+  chartSelect.disabled = numeric.length === 0;
+  scheduleRender();
+}
+
+/** Adds the rows of a snapshot or a batch: numbered, kept for the table and the chart. */
+function addRows(table, counted) {
+  const n = table.numRows;
+  const fields = table.schema.fields;
+  const vectors = fields.map((_, i) => table.getChildAt(i));
+  const first = view.total;
+  const numeric = fields.map((f) => isNumeric(f.type));
+  for (let r = Math.max(0, n - CHART_ROWS); r < n; r++) {
+    const values = new Map();
+    fields.forEach((f, c) => {
+      if (numeric[c]) values.set(f.name, numericValue(f.type, vectors[c].get(r)));
+    });
+    chart.push(first + r + 1, values);
+  }
+  for (let r = Math.max(0, n - MAX_ROWS); r < n; r++) {
+    const cells = new Map(fields.map((f, c) => [f.name, formatValue(f.type, vectors[c].get(r))]));
+    view.rows.unshift({ key: first + r + 1, cells });
+  }
+  view.rows.length = Math.min(view.rows.length, MAX_ROWS);
+  view.total += n;
+  if (counted && n > 0) rate.add(n);
+  scheduleRender();
+}
+
+function scheduleRender() {
+  if (view.renderPending) return;
+  view.renderPending = true;
+  requestAnimationFrame(render);
+}
+
+function render() {
+  view.renderPending = false;
+  const fields = view.schema?.fields ?? [];
+  if (view.headerStale) {
+    view.headerStale = false;
+    const tr = document.createElement('tr');
+    for (const name of ['#', ...fields.map((f) => f.name)]) {
+      const th = document.createElement('th');
+      th.scope = 'col';
+      th.textContent = name;
+      tr.append(th);
+    }
+    thead.replaceChildren(tr);
+  }
+  const rows = view.rows.map(({ key, cells }) => {
+    const tr = document.createElement('tr');
+    tr.dataset.key = String(key);
+    const th = document.createElement('th');
+    th.scope = 'row';
+    th.textContent = String(key);
+    tr.append(th);
+    for (const f of fields) {
+      const td = document.createElement('td');
+      const text = cells.get(f.name);
+      if (text === null || text === undefined) {
+        td.className = 'null';
+        td.textContent = 'NULL';
+      } else {
+        td.textContent = text;
+      }
+      tr.append(td);
+    }
+    return tr;
+  });
+  tbody.replaceChildren(...rows);
+  countEl.dataset.count = String(view.total);
+  countEl.textContent = view.total.toLocaleString();
+  showRate();
+  chart.flush();
+}
+
+function showRate() {
+  rateEl.textContent = rate.perSecond().toFixed(1);
+}
+
+async function loadTables() {
+  const base = normalizeBase(apiInput.value);
+  const token = tokenInput.value.trim();
+  if (!base || !token) return;
+  const wanted = tableSelect.value;
+  const names = await listTables(base, token);
+  tableSelect.replaceChildren(...names.map((n) => new Option(n, n, false, n === wanted)));
+  if (names.length === 0) throw new ApiError('This token may see no table.');
+}
+
+async function connect() {
+  const attempt = ++attempts;
+  live?.stop();
+  live = null;
+  clearError();
+  if (!tableSelect.value) {
+    try {
+      await loadTables();
+    } catch (err) {
+      if (attempt !== attempts) return;
+      showError(err.message);
+      setStatus(Status.CLOSED, '');
+      return;
+    }
+    if (attempt !== attempts) return;
+  }
+  const table = tableSelect.value;
+  if (!table) {
+    showError('Give an API base URL and a stream token, then choose a table.');
+    setStatus(Status.CLOSED, '');
+    return;
+  }
+  view.schema = null;
+  view.rows = [];
+  view.total = 0;
+  rate.reset();
+  scheduleRender();
+  live = new LiveTable({
+    base: normalizeBase(apiInput.value),
+    token: tokenInput.value.trim(),
+    table,
+    handlers: {
+      status: setStatus,
+      snapshot: onSnapshot,
+      schema: onSchema,
+      batch: onBatch,
+      notice: note,
+      fatal: (text) => {
+        showError(text);
+        setStatus(Status.CLOSED, '');
+      },
+    },
+  });
+  note('info', `Connecting to ${table}.`);
+  live.start(startSelect.value === 'snapshot');
+}
+
+function disconnect() {
+  attempts++;
+  live?.stop();
+  live = null;
+  setStatus(Status.CLOSED, '');
+  note('info', 'Disconnected.');
+}
+
+function init() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  apiInput.value = params.get('api') ?? location.origin;
+  tokenInput.value = params.get('token') ?? '';
+  const table = params.get('table');
+  if (table) tableSelect.replaceChildren(new Option(table, table, true, true));
+  if (params.get('start') === 'live') startSelect.value = 'live';
+  if (params.has('token')) history.replaceState(null, '', location.pathname + location.search);
+  $('row-cap').textContent = String(MAX_ROWS);
+
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    connect();
+  });
+  disconnectButton.addEventListener('click', disconnect);
+  $('load-tables').addEventListener('click', () => loadTables().catch((err) => showError(err.message)));
+  tokenInput.addEventListener('change', () => loadTables().catch((err) => showError(err.message)));
+  chartSelect.addEventListener('change', () => {
+    chart.show(chartSelect.value);
+    scheduleRender();
+  });
+  setInterval(showRate, 1000);
+  setStatus(Status.CLOSED, '');
+  if (tokenInput.value) connect();
+}
+
+init();
