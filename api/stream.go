@@ -20,13 +20,19 @@ func (s *Server) streamByBearer(w http.ResponseWriter, r *http.Request) {
 	s.serveStream(w, r, tokenFrom(r), chi.URLParam(r, "table"))
 }
 
+// refuseStream answers a stream request that cannot start, counting it by reason.
+func (s *Server) refuseStream(w http.ResponseWriter, r *http.Request, reason string, err error) {
+	s.metrics.streamRefusals.WithLabelValues(reason).Inc()
+	s.writeError(w, r, err)
+}
+
 // streamByPathToken: GET /stream/{token}, the token in the path for the browser's
 // EventSource, which cannot set headers. The table is the token's own; a token scoped to
 // no table names it with ?table=.
 func (s *Server) streamByPathToken(w http.ResponseWriter, r *http.Request) {
 	tok, err := s.checkToken(w, chi.URLParam(r, "token"))
 	if err != nil {
-		s.writeError(w, r, err)
+		s.refuseStream(w, r, "token", err)
 		return
 	}
 	table := tok.Table
@@ -34,7 +40,7 @@ func (s *Server) streamByPathToken(w http.ResponseWriter, r *http.Request) {
 		table = r.URL.Query().Get("table")
 	}
 	if table == "" {
-		s.writeError(w, r, &store.Error{Code: store.CodeInvalid, Column: "table", Message: "this token is not limited to a table; name one with ?table="})
+		s.refuseStream(w, r, "table", &store.Error{Code: store.CodeInvalid, Column: "table", Message: "this token is not limited to a table; name one with ?table="})
 		return
 	}
 	s.serveStream(w, r, tok, table)
@@ -47,11 +53,11 @@ func (s *Server) streamByPathToken(w http.ResponseWriter, r *http.Request) {
 // the status never changes.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.Token, table string) {
 	if !s.originAllowed(r) {
-		s.writeError(w, r, &store.Error{Code: store.CodeForbidden, Message: "origin " + strconv.Quote(r.Header.Get("Origin")) + " is not allowed"})
+		s.refuseStream(w, r, "origin", &store.Error{Code: store.CodeForbidden, Message: "origin " + strconv.Quote(r.Header.Get("Origin")) + " is not allowed"})
 		return
 	}
 	if err := allow(tok, store.PurposeStream, table); err != nil {
-		s.writeError(w, r, err)
+		s.refuseStream(w, r, "scope", err)
 		return
 	}
 	cursor := r.Header.Get("Last-Event-ID")
@@ -59,19 +65,18 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 		cursor = r.URL.Query().Get("cursor")
 	}
 	if err := stream.CheckLastEventID(cursor); err != nil {
-		s.writeError(w, r, &store.Error{Code: store.CodeInvalid, Column: "Last-Event-ID", Message: err.Error()})
+		s.refuseStream(w, r, "last_event_id", &store.Error{Code: store.CodeInvalid, Column: "Last-Event-ID", Message: err.Error()})
 		return
 	}
 	encoding, err := stream.ParseEncoding(r.URL.Query().Get("encoding"))
 	if err != nil {
-		s.writeError(w, r, &store.Error{Code: store.CodeInvalid, Column: "encoding", Message: err.Error()})
+		s.refuseStream(w, r, "encoding", &store.Error{Code: store.CodeInvalid, Column: "encoding", Message: err.Error()})
 		return
 	}
 	framing := negotiateFraming(r.Header.Get("Accept"))
 	sess, err := s.hub.Subscribe(stream.SubscribeRequest{Table: table, Token: tok, Framing: framing, Encoding: encoding, Cursor: cursor})
 	if err != nil {
-		s.metrics.streamRefusals.WithLabelValues(streamRefusalReason(err)).Inc()
-		s.writeError(w, r, err)
+		s.refuseStream(w, r, streamRefusalReason(err), err)
 		return
 	}
 	defer sess.Close()

@@ -164,7 +164,8 @@ var heartbeatFrames = [...]Frame{
 }
 
 // terminalFrame frames a terminal event: refresh-required {"reason"}, reconnect
-// {"reason","retry_ms"} or failure {"code","message"}.
+// {"reason","retry_ms"} (in SSE preceded by a retry field of the same value) or failure
+// {"code","message"}.
 func terminalFrame(f Framing, event, reason string, retryMS int64, message string) Frame {
 	data := []byte(`{"`)
 	if event == EventFailure {
@@ -182,7 +183,13 @@ func terminalFrame(f Framing, event, reason string, retryMS int64, message strin
 		data = store.AppendJSONString(data, message)
 	}
 	data = append(data, '}')
-	return Frame{Event: event, Bytes: mustEncode(f, event, data), Terminal: true, Reason: reason}
+	b := mustEncode(f, event, data)
+	if f == FramingSSE && event == EventReconnect {
+		// A retry field in the same block makes a browser's EventSource, which reads no
+		// data of a terminal event, wait retry_ms before it reconnects by itself.
+		b = append(fmt.Appendf(nil, "retry: %d\n", retryMS), b...)
+	}
+	return Frame{Event: event, Bytes: b, Terminal: true, Reason: reason}
 }
 
 // Preamble returns what to write right after the response headers: for SSE a comment,

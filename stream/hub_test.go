@@ -93,7 +93,7 @@ func (f *fixture) subscribe(tb testing.TB, framing stream.Framing, enc stream.En
 }
 
 // sseEvent is one parsed SSE event of a single frame.
-type sseEvent struct{ event, id, data string }
+type sseEvent struct{ event, id, data, retry string }
 
 // parseFrame parses one SSE-framed event (the stream package writes one event per frame).
 func parseFrame(tb testing.TB, b []byte) sseEvent {
@@ -113,6 +113,8 @@ func parseFrame(tb testing.TB, b []byte) sseEvent {
 			e.id = value
 		case "data":
 			e.data = value
+		case "retry":
+			e.retry = value
 		default:
 			tb.Fatalf("unexpected field %q in %q", name, s)
 		}
@@ -335,7 +337,7 @@ func TestSlowConsumerIsEvictedOthersCarryOn(t *testing.T) {
 		Reason  string
 		RetryMS int64 `json:"retry_ms"`
 	}
-	if err := json.Unmarshal([]byte(e.data), &data); err != nil || e.event != "reconnect" || data.Reason != "slow_consumer" || data.RetryMS <= 0 {
+	if err := json.Unmarshal([]byte(e.data), &data); err != nil || e.event != "reconnect" || data.Reason != "slow_consumer" || data.RetryMS <= 0 || e.retry != fmt.Sprint(data.RetryMS) {
 		t.Fatalf("slow consumer got %+v", e)
 	}
 }

@@ -11,10 +11,12 @@ import (
 )
 
 // Replay chunk bounds: one read transaction reads at most this many commits or rows, so a
-// long replay holds bounded memory and yields frames as it goes.
+// long replay holds bounded memory and yields frames as it goes. The first chunk is small,
+// so that the first replayed batch leaves early; each next chunk doubles up to the bound.
 const (
-	replayChunkCommits = 256
-	replayChunkRows    = 256 << 10
+	replayFirstChunkCommits = 8
+	replayChunkCommits      = 256
+	replayChunkRows         = 256 << 10
 )
 
 // replay is the remaining replay of a resumed session: commits after the session's
@@ -23,6 +25,7 @@ type replay struct {
 	activation store.Activation
 	schemas    map[int]*store.Schema
 	through    int64
+	chunk      int64 // commits to read in the next chunk
 }
 
 // startReplay decodes the cursor, checks that it belongs to this table's current
@@ -92,7 +95,7 @@ func (s *Session) startReplay(ctx context.Context) error {
 			}
 			first = schemas[next[0].SchemaVersion]
 		}
-		r = replay{activation: a, schemas: schemas, through: a.Head}
+		r = replay{activation: a, schemas: schemas, through: a.Head, chunk: replayFirstChunkCommits}
 		return nil
 	})
 	if err != nil {
@@ -131,7 +134,8 @@ func (s *Session) replayNext(ctx context.Context) error {
 			reason = a.Reason
 			return nil
 		}
-		commits, err := tx.Commits(ctx, a, s.pos.Seq, min(r.through, s.pos.Seq+replayChunkCommits))
+		commits, err := tx.Commits(ctx, a, s.pos.Seq, min(r.through, s.pos.Seq+r.chunk))
+		r.chunk = min(2*r.chunk, replayChunkCommits)
 		if err != nil {
 			return err
 		}
