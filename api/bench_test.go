@@ -167,52 +167,75 @@ func dialStream(b testing.TB, e *env, table string) *benchSubscriber {
 	return s
 }
 
-// readBatches calls fn(seq, arrival) for each batch event until the connection ends.
-// The body is chunked (HTTP/1.1): chunk-size lines are skipped, they never start with
-// "id: " or "event: ".
-func (s *benchSubscriber) readBatches(codec *stream.Codec, fn func(seq int64, at time.Time) bool) {
-	batch := false
+// readBatches calls fn(seq, arrival) for each batch event until fn returns false or the
+// connection ends. Batches arrive in seq order, the first being seq first; the client
+// counts them rather than decoding cursors, so that the benchmark measures the server.
+func (s *benchSubscriber) readBatches(first int64, fn func(seq int64, at time.Time) bool) {
+	seq := first
 	for {
 		line, err := s.r.ReadSlice('\n')
 		if err != nil && err != bufio.ErrBufferFull {
 			return
 		}
-		switch {
-		case bytes.HasPrefix(line, []byte("event: batch")):
-			batch = true
-		case batch && bytes.HasPrefix(line, []byte("id: ")):
-			batch = false
-			p, err := codec.Decode(string(bytes.TrimSpace(line[4:])))
-			if err == nil && !fn(p.Seq, time.Now()) {
+		if bytes.HasPrefix(line, []byte("event: batch")) {
+			if !fn(seq, time.Now()) {
 				return
 			}
+			seq++
 		}
 	}
 }
 
+// publishClock is a store.Publisher in front of the hub that notes when each commit was
+// published, that is when DuckDB's commit returned.
+type publishClock struct {
+	next store.Publisher
+	mu   sync.Mutex
+	at   map[int64]time.Time
+}
+
+func (c *publishClock) Publish(e store.Event) {
+	if e.Kind == store.EventCommit {
+		c.mu.Lock()
+		c.at[e.Position.Seq] = time.Now()
+		c.mu.Unlock()
+	}
+	c.next.Publish(e)
+}
+
+func (c *publishClock) published(seq int64) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at[seq]
+}
+
 // BenchmarkFanOut measures commit-to-delivery latency over loopback HTTP with 1, 100 and
-// 1,000 subscribers: each 100-row commit is timed from the start of its ingest request
-// to the arrival of its batch event at each subscriber; the next commit starts when every
-// subscriber has the previous one.
+// 1,000 subscribers: from the moment DuckDB's commit of a 100-row commit returned to the
+// arrival of its batch event at each subscriber (read off the wire by a raw client); the
+// next commit is ingested when every subscriber has the previous one.
 func BenchmarkFanOut(b *testing.B) {
 	rec := loadFlights(b, 100)
 	body := jsonBody(rec, false)
 	for _, n := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("subscribers=%d", n), func(b *testing.B) {
-			e := benchEnv(b, options{hub: func(h *stream.Hub) { h.MaxStreamsPerToken = 20000 }})
+			clock := &publishClock{at: map[int64]time.Time{}}
+			e := benchEnv(b, options{
+				db:  func(db *store.DB) { clock.next = db.Publisher; db.Publisher = clock },
+				hub: func(h *stream.Hub) { h.MaxStreamsPerToken = 20000 },
+			})
 			e.createFlights(b, "flights")
 			subs := make([]*benchSubscriber, n)
 			for i := range subs {
 				subs[i] = dialStream(b, e, "flights")
 			}
-			sent := make([]time.Time, b.N+1)
 			var mu sync.Mutex
 			var lat []time.Duration
 			arrived := make(chan int64, n*4)
 			for _, s := range subs {
-				go s.readBatches(e.hub.Codec, func(seq int64, at time.Time) bool {
+				go s.readBatches(1, func(seq int64, at time.Time) bool {
+					d := at.Sub(clock.published(seq))
 					mu.Lock()
-					lat = append(lat, at.Sub(sent[seq]))
+					lat = append(lat, d)
 					mu.Unlock()
 					arrived <- seq
 					return seq < int64(b.N)
@@ -220,9 +243,6 @@ func BenchmarkFanOut(b *testing.B) {
 			}
 			b.ResetTimer()
 			for i := 1; i <= b.N; i++ {
-				mu.Lock()
-				sent[i] = time.Now()
-				mu.Unlock()
 				e.post(b, "flights", "application/json", body)
 				for range n {
 					<-arrived
@@ -238,8 +258,9 @@ func BenchmarkFanOut(b *testing.B) {
 	}
 }
 
-// BenchmarkDeliveries measures deliveries per second to 1,000 subscribers while one
-// client ingests 100-row commits back to back.
+// BenchmarkDeliveries measures deliveries per second to 1,000 subscribers while four
+// clients ingest 100-row commits back to back (frames that queue up for a subscriber go
+// out in one write, as under any sustained load).
 func BenchmarkDeliveries(b *testing.B) {
 	const n = 1000
 	rec := loadFlights(b, 100)
@@ -257,15 +278,24 @@ func BenchmarkDeliveries(b *testing.B) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.readBatches(e.hub.Codec, func(seq int64, _ time.Time) bool {
+			s.readBatches(1, func(seq int64, _ time.Time) bool {
 				delivered.Add(1)
 				return seq < int64(b.N)
 			})
 		}()
 	}
-	for range b.N {
-		e.post(b, "flights", "application/json", body)
+	var next atomic.Int64
+	var ingest sync.WaitGroup
+	for range 4 {
+		ingest.Add(1)
+		go func() {
+			defer ingest.Done()
+			for next.Add(1) <= int64(b.N) {
+				e.post(b, "flights", "application/json", body)
+			}
+		}()
 	}
+	ingest.Wait()
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(delivered.Load())/b.Elapsed().Seconds(), "deliveries/s")
@@ -379,7 +409,7 @@ func BenchmarkReplay(b *testing.B) {
 		fmt.Fprintf(conn, "GET /v1/tables/flights/stream HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer %s\r\nLast-Event-ID: %s\r\n\r\n", e.admin, start)
 		s := &benchSubscriber{conn: conn, r: bufio.NewReaderSize(conn, 1<<20)}
 		got := false
-		s.readBatches(e.hub.Codec, func(seq int64, at time.Time) bool {
+		s.readBatches(1, func(seq int64, at time.Time) bool {
 			if !got {
 				first = append(first, at.Sub(t0))
 				got = true

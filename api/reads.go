@@ -37,7 +37,7 @@ func (s *Server) tableSnapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	started := false
-	out := deadlineWriter{w: w, rc: http.NewResponseController(w), s: s}
+	out := deadlineWriter{w: w, wd: &writeDeadline{s: s, rc: http.NewResponseController(w)}}
 	err = s.reader.Table(r.Context(), name, format, out, func(head store.Position) {
 		started = true
 		w.Header().Set("Content-Type", contentType)
@@ -109,15 +109,15 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	w.Write(res.Body)
 }
 
-// deadlineWriter gives each write of a long response its own StreamWriteTimeout, so that
-// a large snapshot is not cut by the server-wide WriteTimeout while it makes progress.
+// deadlineWriter keeps the write deadline of a long response ahead of its writes, so
+// that a large snapshot is not cut by the server-wide WriteTimeout while it makes
+// progress.
 type deadlineWriter struct {
 	w  http.ResponseWriter
-	rc *http.ResponseController
-	s  *Server
+	wd *writeDeadline
 }
 
 func (d deadlineWriter) Write(p []byte) (int, error) {
-	d.s.deadline(d.rc)
+	d.wd.extend()
 	return d.w.Write(p)
 }

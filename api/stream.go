@@ -82,11 +82,17 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 	defer sess.Close()
 
 	rc := http.NewResponseController(w)
+	wd := &writeDeadline{s: s, rc: rc}
 	h := w.Header()
 	h.Set("Content-Type", framing.ContentType())
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no")
-	s.deadline(rc)
+	if r.ProtoMajor == 1 {
+		// No chunked encoding: the body ends when the connection closes, as a stream does
+		// anyway (RFC 9112 §6.3), and each frame is one write instead of three.
+		h.Set("Transfer-Encoding", "identity")
+	}
+	wd.extend()
 	w.WriteHeader(http.StatusOK)
 	s.metrics.streamsActive.Inc()
 	defer s.metrics.streamsActive.Dec()
@@ -97,6 +103,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 		return
 	}
 	ctx := r.Context()
+	var buf []byte
 	for {
 		f, err := sess.Next(ctx)
 		if err != nil {
@@ -105,23 +112,54 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 			}
 			return
 		}
-		s.deadline(rc)
-		n, err := w.Write(f.Bytes)
+		// Frames that are ready together go out in one write.
+		out, frames := f.Bytes, []stream.Frame{f}
+		if sess.Buffered() && !f.Terminal {
+			buf = append(buf[:0], f.Bytes...)
+			for sess.Buffered() && len(buf) < maxCoalescedWrite && !f.Terminal {
+				if f, err = sess.Next(ctx); err != nil {
+					break
+				}
+				buf = append(buf, f.Bytes...)
+				frames = append(frames, f)
+			}
+			out = buf
+		}
+		wd.extend()
+		_, err = w.Write(out)
 		if err == nil {
 			err = rc.Flush()
 		}
-		s.metrics.observeFrame(f, n)
-		if err != nil || f.Terminal {
+		for _, f := range frames {
+			s.metrics.observeFrame(f, len(f.Bytes))
+		}
+		if err != nil || frames[len(frames)-1].Terminal {
 			return
 		}
 	}
 }
 
-// deadline gives the next write StreamWriteTimeout, replacing the server-wide
-// WriteTimeout for this response; a consumer that cannot take a frame in that time is cut.
-func (s *Server) deadline(rc *http.ResponseController) {
-	if err := rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		s.log.Debug("set write deadline", "err", err)
+// maxCoalescedWrite bounds the bytes of frames joined into one write.
+const maxCoalescedWrite = 256 << 10
+
+// writeDeadline keeps a stream's write deadline StreamWriteTimeout ahead, replacing the
+// server-wide WriteTimeout for this response: a consumer that cannot take a frame for that
+// long is cut. It moves the deadline only once half of it has passed, so a write waits at
+// most between half and all of StreamWriteTimeout, without a deadline update per frame.
+type writeDeadline struct {
+	s  *Server
+	rc *http.ResponseController
+	at time.Time
+}
+
+func (d *writeDeadline) extend() {
+	now := time.Now()
+	if d.at.Sub(now) > d.s.cfg.StreamWriteTimeout/2 {
+		return
+	}
+	d.at = now.Add(d.s.cfg.StreamWriteTimeout)
+	if err := d.rc.SetWriteDeadline(d.at); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		d.s.log.Debug("set write deadline", "err", err)
 	}
 }
 

@@ -58,7 +58,10 @@ func (t *table) info() TableInfo {
 	}
 }
 
-// Table returns the live table named name (case-insensitive, as DuckDB resolves names).
+// Table returns the live table named name (case-insensitive, as DuckDB resolves names)
+// from the in-memory catalog. The writer updates it after each commit or catalog change
+// and before publishing the change, so a subscriber registered with the publisher before
+// calling Table receives every change after the returned head.
 // Errors: a CodeNotFound *Error wrapping ErrTableNotFound.
 func (db *DB) Table(name string) (TableInfo, error) {
 	db.mu.RLock()

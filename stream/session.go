@@ -40,6 +40,7 @@ type Session struct {
 	schemaVersion int
 	replay        *replay
 	lastData      time.Time
+	timer         *time.Timer
 }
 
 func newSession(h *Hub, req SubscribeRequest, info store.TableInfo) *Session {
@@ -157,45 +158,68 @@ func (s *Session) takeEnded() (Frame, bool) {
 	return *s.ended, true
 }
 
-// deadline is a moment at which wait adds a frame when nothing else happened first.
-type deadline struct {
-	at    time.Time
-	frame func() Frame
-}
+// due names what ends a wait when its timer fires first.
+type due int
+
+const (
+	dueHeartbeat due = iota
+	dueMaxAge
+	dueTokenExpiry
+	dueIdle
+)
 
 // wait blocks until the queue has something, a deadline passes (adding a heartbeat or a
 // terminal frame to out) or ctx ends.
 func (s *Session) wait(ctx context.Context) error {
 	h := s.hub
-	next := deadline{time.Now().Add(h.HeartbeatInterval), func() Frame { return heartbeatFrames[s.framing] }}
-	others := []deadline{
-		{s.deadline, func() Frame { return terminalFrame(s.framing, EventReconnect, "max_stream_age", h.RetryMS(), "") }},
-		{s.token.ExpiresAt, func() Frame {
-			return terminalFrame(s.framing, EventFailure, "token_expired", 0, "the stream's token expired")
-		}},
+	at, what := time.Now().Add(h.HeartbeatInterval), dueHeartbeat
+	if !s.deadline.IsZero() && s.deadline.Before(at) {
+		at, what = s.deadline, dueMaxAge
+	}
+	if !s.token.ExpiresAt.IsZero() && s.token.ExpiresAt.Before(at) {
+		at, what = s.token.ExpiresAt, dueTokenExpiry
 	}
 	if h.IdleTimeout > 0 {
-		others = append(others, deadline{s.lastData.Add(h.IdleTimeout), func() Frame {
-			return terminalFrame(s.framing, EventReconnect, "idle_timeout", h.RetryMS(), "")
-		}})
-	}
-	for _, d := range others {
-		if !d.at.IsZero() && d.at.Before(next.at) {
-			next = d
+		if idle := s.lastData.Add(h.IdleTimeout); idle.Before(at) {
+			at, what = idle, dueIdle
 		}
 	}
-	timer := time.NewTimer(max(time.Until(next.at), 0))
-	defer timer.Stop()
+	d := max(time.Until(at), 0)
+	if s.timer == nil {
+		s.timer = time.NewTimer(d)
+	} else {
+		s.timer.Reset(d)
+	}
 	select {
 	case <-s.wake:
+		s.timer.Stop()
 		return nil
-	case <-timer.C:
-		s.out = append(s.out, next.frame())
+	case <-s.timer.C:
+		s.out = append(s.out, s.dueFrame(what))
 		return nil
 	case <-ctx.Done():
+		s.timer.Stop()
 		return ctx.Err()
 	}
 }
+
+// dueFrame is the frame a passed deadline adds: a heartbeat, or the terminal event of a
+// lifetime limit.
+func (s *Session) dueFrame(what due) Frame {
+	switch what {
+	case dueMaxAge:
+		return terminalFrame(s.framing, EventReconnect, "max_stream_age", s.hub.RetryMS(), "")
+	case dueTokenExpiry:
+		return terminalFrame(s.framing, EventFailure, "token_expired", 0, "the stream's token expired")
+	case dueIdle:
+		return terminalFrame(s.framing, EventReconnect, "idle_timeout", s.hub.RetryMS(), "")
+	}
+	return heartbeatFrames[s.framing]
+}
+
+// Buffered reports whether Next has a frame ready without waiting, so that the caller can
+// write several frames with one write.
+func (s *Session) Buffered() bool { return len(s.out) > 0 }
 
 // drainQueue turns queued items into frames.
 func (s *Session) drainQueue() {
@@ -294,30 +318,21 @@ func (s *Session) refresh(reason string) {
 }
 
 // start captures the baseline of a new subscription, or validates the cursor of a resume
-// and plans its replay. The live queue was registered by Subscribe, before this read.
+// and plans its replay. The live queue was registered by Subscribe, before this read. The
+// baseline comes from the store's in-memory catalog: the store updates it after each
+// commit and before publishing the commit, so every commit after the baseline reaches the
+// queue, and those at or before it are dropped from the queue by seq.
 func (s *Session) start(ctx context.Context) error {
 	if s.cursor != "" {
 		return s.startReplay(ctx)
 	}
-	var info store.TableInfo
-	err := s.hub.DB.Read(ctx, func(tx *store.ReadTx) error {
-		var err error
-		info, err = tx.Table(ctx, s.table)
-		return err
-	})
-	if errors.Is(err, store.ErrTableNotFound) {
+	info, err := s.hub.DB.Table(s.table)
+	if errors.Is(err, store.ErrTableNotFound) || (err == nil && info.ID != s.tableID) {
 		s.refresh(store.ReasonTableDropped)
 		return nil
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
 		s.out = append(s.out, s.internalFailure(err))
-		return nil
-	}
-	if info.ID != s.tableID {
-		s.refresh(store.ReasonTableDropped)
 		return nil
 	}
 	s.pos = info.Head
