@@ -28,6 +28,7 @@ type metrics struct {
 
 	queries       prometheus.Counter
 	queryRefusals *prometheus.CounterVec
+	queryDuration prometheus.Histogram
 
 	streamsActive  prometheus.Gauge
 	streamRefusals *prometheus.CounterVec
@@ -35,6 +36,7 @@ type metrics struct {
 	bytesSent      prometheus.Counter
 	streamEnds     *prometheus.CounterVec
 	commitToWrite  prometheus.Histogram
+	replayCommits  prometheus.Histogram
 }
 
 // latencyBuckets span 100 µs to 10 s.
@@ -62,6 +64,10 @@ func newMetrics(reg *prometheus.Registry, hub *stream.Hub) *metrics {
 		queries: prometheus.NewCounter(prometheus.CounterOpts{Name: "ducktail_queries_total", Help: "Queries answered."}),
 		queryRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ducktail_query_refusals_total",
 			Help: "Refused or failed queries by reason (error code)."}, []string{"reason"}),
+		queryDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ducktail_query_duration_seconds",
+			Help: "Time to answer a query, refused ones included.", Buckets: latencyBuckets}),
+		replayCommits: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ducktail_stream_replay_commits",
+			Help: "Commits replayed by one resumed stream.", Buckets: prometheus.ExponentialBuckets(1, 4, 10)}),
 		streamsActive: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ducktail_streams_active", Help: "Open streams."}),
 		streamRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ducktail_stream_refusals_total",
 			Help: "Streams refused before they started, by reason: token, table, origin, scope, last_event_id, encoding, not_found, draining, admission, token_streams."}, []string{"reason"}),
@@ -75,7 +81,7 @@ func newMetrics(reg *prometheus.Registry, hub *stream.Hub) *metrics {
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.requestDuration, m.problems, m.authFailures,
 		m.ingestCommits, m.ingestRows, m.ingestBytes, m.ingestRejects, m.ingestDuration,
-		m.queries, m.queryRefusals, m.streamsActive, m.streamRefusals, m.framesSent, m.bytesSent, m.streamEnds, m.commitToWrite,
+		m.queries, m.queryRefusals, m.queryDuration, m.replayCommits, m.streamsActive, m.streamRefusals, m.framesSent, m.bytesSent, m.streamEnds, m.commitToWrite,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}

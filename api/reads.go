@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -84,9 +85,11 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	start := time.Now()
 	res, err := s.reader.Query(r.Context(), req.SQL, req.Params, format, func(table string) bool {
 		return tok.Allows(store.PurposeQuery, table)
 	})
+	s.metrics.queryDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		s.metrics.queryRefusals.WithLabelValues(string(store.ErrorCode(err))).Inc()
 		s.writeError(w, r, err)

@@ -104,6 +104,10 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 	}
 	ctx := r.Context()
 	var buf []byte
+	var replayed int
+	if cursor != "" {
+		defer func() { s.metrics.replayCommits.Observe(float64(replayed)) }()
+	}
 	for {
 		f, err := sess.Next(ctx)
 		if err != nil {
@@ -132,6 +136,9 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 		}
 		for _, f := range frames {
 			s.metrics.observeFrame(f, len(f.Bytes))
+			if f.Commit.Replayed {
+				replayed++
+			}
 		}
 		if err != nil || frames[len(frames)-1].Terminal {
 			return
