@@ -21,15 +21,16 @@ run: build
 ## test: vet and every test (the Node.js and Chromium tests run when their packages are
 ## installed; .ci/run installs them and makes them required)
 test: vet
-	$(GO) test -tags $(TAGS) -count=1 -timeout 30m ./...
+	$(GO) test -race -tags $(TAGS) -count=1 -timeout 30m ./...
 
 vet:
 	$(GO) vet -tags $(TAGS) ./...
 
 ## bench: Go benchmarks; writes docs/benchmarks.md with the numbers and the method
 bench: bench-data
-	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem -benchtime 1x -count 1 -timeout 60m ./... | tee bin/bench.out
-	$(GO) run -tags $(TAGS) ./cmd/ducktail bench-report bin/bench.out > docs/benchmarks.md
+	mkdir -p bin
+	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem -timeout 60m ./api ./store | tee bin/bench.out
+	scripts/bench-report.sh bin/bench.out > docs/benchmarks.md
 
 ## bench-data: the 3M-row flights Parquet file (vega-datasets 3.2.1, npm registry)
 bench-data: testdata/bench/flights-3m.parquet
