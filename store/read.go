@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/duckdb/duckdb-go/v2"
@@ -34,15 +35,27 @@ func (db *DB) Read(ctx context.Context, fn func(*ReadTx) error) error {
 	}
 	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, "BEGIN TRANSACTION READ ONLY"); err != nil {
+		// A BEGIN interrupted by ctx may still have opened the transaction.
+		endRead(conn)
 		return fmt.Errorf("begin read: %w", err)
 	}
 	ferr := fn(&ReadTx{db: db, conn: conn})
-	if _, err := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
-		// A connection whose transaction could not end must not go back to the pool.
-		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	if err := endRead(conn); err != nil {
 		return errors.Join(ferr, fmt.Errorf("end read: %w", err))
 	}
 	return ferr
+}
+
+// endRead rolls back whatever transaction conn has open, even when the request's context
+// is gone. A connection whose transaction could not end must not go back to the pool, so
+// on failure it is discarded.
+func endRead(conn *sql.Conn) error {
+	_, err := conn.ExecContext(context.Background(), "ROLLBACK")
+	if err != nil && !strings.Contains(err.Error(), "no transaction is active") {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		return err
+	}
+	return nil
 }
 
 // Table returns the live table named name as of this transaction's snapshot, with Rows

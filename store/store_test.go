@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -108,4 +109,19 @@ func readColumn(tb testing.TB, db *store.DB, query string) []float64 {
 		tb.Fatal(err)
 	}
 	return out
+}
+
+// TestCancelledReadsLeaveNoOpenTransaction cancels reads at random moments, including
+// during BEGIN, and checks that every reader connection still works afterwards.
+func TestCancelledReadsLeaveNoOpenTransaction(t *testing.T) {
+	db, _ := openDB(t, "")
+	for i := range 600 {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { time.Sleep(time.Duration(i%50) * time.Microsecond); cancel() }()
+		db.Read(ctx, func(*store.ReadTx) error { return nil })
+		cancel()
+		if err := db.Read(context.Background(), func(*store.ReadTx) error { return nil }); err != nil {
+			t.Fatalf("after %d cancelled reads: %v", i+1, err)
+		}
+	}
 }
