@@ -9,7 +9,9 @@
 //   - Stream delivers schema changes and batches, each with its opaque cursor, to the
 //     handlers in Options. A handler returning nil acknowledges the event: its cursor
 //     becomes the one resent as Last-Event-ID on the next connection. A delivered event
-//     is not a processed one, so a batch whose handler did not return is delivered again.
+//     is not a processed one: a handler's error or panic stops the stream with that
+//     batch unacknowledged, and starting again from the last acknowledged cursor (the
+//     caller persists it with its work) delivers the batch again.
 //   - LiveQuery adds the refresh: when the server answers refresh-required (the table was
 //     reset, the cursor is too old to replay), and at the start when asked, it reads a
 //     snapshot (the table, or a SQL query over it), hands it to the caller, and subscribes
