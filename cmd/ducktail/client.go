@@ -189,7 +189,7 @@ func (c *client) doJSON(method, path string, in, out any) error {
 func addClientCommands(root *cobra.Command) {
 	var cfg clientConfig
 	for _, cmd := range []*cobra.Command{
-		newTableCommand(&cfg), newTokenCommand(&cfg), newIngestCommand(&cfg), newQueryCommand(&cfg),
+		newTableCommand(&cfg), newTokenCommand(&cfg), newIngestCommand(&cfg), newQueryCommand(&cfg), newTailCommand(&cfg),
 	} {
 		cfg.bind(cmd)
 		root.AddCommand(cmd)
