@@ -260,8 +260,10 @@ func (s *Session) deliver(it item) bool {
 			return true // covered by the baseline or the replay
 		}
 		if e.Position.Seq != s.pos.Seq+1 {
+			// Never skip: the client resumes from its last cursor and replay from the
+			// table fills the gap exactly.
 			s.hub.Logger.Error("stream gap", "table", s.table, "have", s.pos.Seq, "got", e.Position.Seq)
-			s.out = append(s.out, terminalFrame(s.framing, EventFailure, "internal", 0, "the stream lost its place; resume from the last cursor"))
+			s.out = append(s.out, terminalFrame(s.framing, EventReconnect, "resync", s.hub.RetryMS(), ""))
 			return false
 		}
 		if e.Schema.Version != s.schemaVersion && !s.appendSchema(e.Schema) {
