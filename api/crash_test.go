@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -19,10 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ducktail/ducktail/api"
-	"github.com/ducktail/ducktail/snapshot"
 	"github.com/ducktail/ducktail/store"
-	"github.com/ducktail/ducktail/stream"
 )
 
 // crashChildEnv tells the test binary to run as the server child of
@@ -38,19 +34,7 @@ func TestCrashChild(t *testing.T) {
 	}
 	path, addr, _ := strings.Cut(spec, "|")
 	ctx := context.Background()
-	db := store.NewDB(path)
-	db.Logger = slog.New(slog.DiscardHandler)
-	hub := stream.NewHub(db)
-	hub.Logger = db.Logger
-	db.Publisher = hub
-	if err := db.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	hub.Codec = stream.NewCodec(db.CursorKey())
-	hub.Open()
-	reader := snapshot.NewReader(db)
-	reader.Cursor = hub.Codec.Encode
-	reader.Logger = db.Logger
+	db, _, handler := openStack(t, path, options{})
 	token := ""
 	if len(db.Tokens()) == 0 {
 		_, token, _ = db.CreateToken(ctx, store.PurposeAdmin, "", 0)
@@ -60,7 +44,7 @@ func TestCrashChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Printf("READY %s\n", token)
-	srv := &http.Server{Handler: api.NewServer(api.Config{Logger: db.Logger, RateLimit: -1}, db, hub, reader)}
+	srv := &http.Server{Handler: handler}
 	srv.Serve(ln)
 }
 

@@ -47,6 +47,22 @@ func newEnv(t testing.TB, o options) *env {
 	if path == "" {
 		path = filepath.Join(t.TempDir(), "ducktail.duckdb")
 	}
+	db, hub, handler := openStack(t, path, o)
+	srv := httptest.NewUnstartedServer(handler)
+	if o.http != nil {
+		o.http(srv.Config)
+	}
+	srv.Start()
+	e := &env{t: t, db: db, hub: hub, srv: srv, client: srv.Client()}
+	t.Cleanup(e.close)
+	_, e.admin, _ = db.CreateToken(context.Background(), store.PurposeAdmin, "", 0)
+	return e
+}
+
+// openStack opens the store at path, its hub and snapshot reader (all logging nowhere, no
+// rate limit), tuned by o, and returns the store and hub with the API handler over them.
+func openStack(t testing.TB, path string, o options) (*store.DB, *stream.Hub, http.Handler) {
+	t.Helper()
 	db := store.NewDB(path)
 	db.Logger = slog.New(slog.DiscardHandler)
 	hub := stream.NewHub(db)
@@ -69,19 +85,11 @@ func newEnv(t testing.TB, o options) *env {
 	if o.reader != nil {
 		o.reader(reader)
 	}
-	cfg := api.Config{Logger: slog.New(slog.DiscardHandler), RateLimit: -1}
+	cfg := api.Config{Logger: db.Logger, RateLimit: -1}
 	if o.api != nil {
 		o.api(&cfg)
 	}
-	srv := httptest.NewUnstartedServer(api.NewServer(cfg, db, hub, reader))
-	if o.http != nil {
-		o.http(srv.Config)
-	}
-	srv.Start()
-	e := &env{t: t, db: db, hub: hub, srv: srv, client: srv.Client()}
-	t.Cleanup(e.close)
-	_, e.admin, _ = db.CreateToken(context.Background(), store.PurposeAdmin, "", 0)
-	return e
+	return db, hub, api.NewServer(cfg, db, hub, reader)
 }
 
 func (e *env) close() {

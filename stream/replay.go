@@ -98,16 +98,8 @@ func (s *Session) startReplay(ctx context.Context) error {
 		r = replay{activation: a, schemas: schemas, through: a.Head, chunk: replayFirstChunkCommits}
 		return nil
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		s.out = append(s.out, s.internalFailure(err))
-		return nil
-	}
-	if reason != "" {
-		s.refresh(reason)
-		return nil
+	if ended, err := s.endRead(ctx, err, reason); ended {
+		return err
 	}
 	s.pos = pos
 	if !s.appendSchema(first) {
@@ -174,19 +166,28 @@ func (s *Session) replayNext(ctx context.Context) error {
 			return nil
 		})
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		s.out = append(s.out, s.internalFailure(err))
-		return nil
-	}
-	if reason != "" {
-		s.refresh(reason)
-		return nil
+	if ended, err := s.endRead(ctx, err, reason); ended {
+		return err
 	}
 	if s.pos.Seq >= r.through {
 		s.replay = nil
 	}
 	return nil
+}
+
+// endRead settles a replay read: the context's error when the client left, a failure
+// frame for any other error, refresh-required when the read found a reason; ended is
+// false when the replay goes on.
+func (s *Session) endRead(ctx context.Context, err error, reason string) (ended bool, _ error) {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return true, ctx.Err()
+	case err != nil:
+		s.out = append(s.out, s.internalFailure(err))
+		return true, nil
+	case reason != "":
+		s.refresh(reason)
+		return true, nil
+	}
+	return false, nil
 }
