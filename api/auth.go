@@ -92,7 +92,7 @@ func allow(tok store.Token, purpose store.Purpose, table string) error {
 		return nil
 	}
 	if tok.Purpose != store.PurposeAdmin && tok.Purpose != purpose {
-		return &store.Error{Code: store.CodeForbidden, Message: "this token's purpose is " + string(tok.Purpose) + "; this request needs a " + string(purpose) + " token"}
+		return &store.Error{Code: store.CodeForbidden, Message: "this token's purpose is " + string(tok.Purpose) + "; this request needs " + article(string(purpose)) + " " + string(purpose) + " token"}
 	}
 	return &store.Error{Code: store.CodeForbidden, Message: "this token is limited to table " + tok.Table}
 }
@@ -130,4 +130,12 @@ func (t *tokenLimiters) allow(id string) (int, bool) {
 	d := wait.Delay()
 	wait.Cancel()
 	return int(math.Ceil(max(d.Seconds(), 1))), false
+}
+
+// article is the indefinite article for a purpose name: "an admin", "a query".
+func article(word string) string {
+	if strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/ducktail/ducktail/snapshot"
 	"github.com/ducktail/ducktail/store"
@@ -16,7 +17,8 @@ import (
 const problemTypeBase = "urn:ducktail:problem:"
 
 // Problem is an RFC 9457 problem details object, served as application/problem+json.
-// Code, Row, Line, Column and Field are extension members locating bad input.
+// Code, Row, Line, Column and Field are extension members locating bad input: the data
+// row and input line, the table column, or the request field, header or parameter.
 type Problem struct {
 	Type   string `json:"type"`
 	Title  string `json:"title"`
@@ -28,6 +30,7 @@ type Problem struct {
 	Row      int    `json:"row,omitempty"`
 	Line     int    `json:"line,omitempty"`
 	Column   string `json:"column,omitempty"`
+	Field    string `json:"field,omitempty"`
 	// RequestID correlates the problem with the server's log.
 	RequestID string `json:"request_id,omitempty"`
 }
@@ -65,7 +68,7 @@ func statusError(status int, code, message string) *apiError {
 // message as detail, the location fields of a *store.Error. Uncoded errors are logged and
 // answered with a generic 500.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	p := Problem{Instance: r.URL.Path, RequestID: requestID(r.Context())}
+	p := Problem{Instance: redactedPath(r), RequestID: requestID(r.Context())}
 	var ae *apiError
 	var se *store.Error
 	switch {
@@ -74,13 +77,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		if ae.retryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(ae.retryAfter))
 		}
-	case errors.Is(err, errUnsupportedMediaType):
-		p.Status, p.Code, p.Detail = http.StatusUnsupportedMediaType, "unsupported_media_type", err.Error()
+	case errors.Is(err, errUnsupportedMediaType) && errors.As(err, &se):
+		p.Status, p.Code, p.Detail = http.StatusUnsupportedMediaType, "unsupported_media_type", se.Message
+	case errors.Is(err, snapshot.ErrNotAcceptable) && errors.As(err, &se):
+		p.Status, p.Code, p.Detail = http.StatusNotAcceptable, "not_acceptable", se.Message
 	case errors.As(err, &se) && se.Code != store.CodeInternal:
 		p.Status, p.Code, p.Detail = statusByCode[se.Code], string(se.Code), se.Message
-		p.Row, p.Line, p.Column = se.Row, se.Line, se.Column
-	case errors.Is(err, snapshot.ErrNotAcceptable):
-		p.Status, p.Code, p.Detail = http.StatusNotAcceptable, "not_acceptable", err.Error()
+		p.Row, p.Line, p.Column, p.Field = se.Row, se.Line, se.Column, se.Field
 	case errors.Is(err, stream.ErrDraining), errors.Is(err, stream.ErrAdmission):
 		p.Status, p.Code, p.Detail = http.StatusServiceUnavailable, "unavailable", err.Error()
 		w.Header().Set("Retry-After", strconv.Itoa(s.retryAfterSeconds()))
@@ -108,4 +111,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
+}
+
+// redactedPath is the request path for problem bodies, with the token of
+// /stream/{token} replaced by its route parameter name, so that a secret never travels
+// back in an error that clients, proxies and error trackers log.
+func redactedPath(r *http.Request) string {
+	if strings.HasPrefix(r.URL.Path, "/stream/") {
+		return "/stream/{token}"
+	}
+	return r.URL.Path
 }

@@ -28,7 +28,11 @@ const CursorsHeader = "Ducktail-Cursors"
 func (s *Server) tableSnapshot(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "table")
 	tok := tokenFrom(r)
-	if err := allow(tok, store.PurposeQuery, name); err != nil && allow(tok, store.PurposeStream, name) != nil {
+	purpose := store.PurposeQuery
+	if tok.Purpose == store.PurposeStream {
+		purpose = store.PurposeStream
+	}
+	if err := allow(tok, purpose, name); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -40,7 +40,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 	}
 	key := r.Header.Get("Idempotency-Key")
 	if len(key) > MaxIdempotencyKeyLen || !printableASCII(key) {
-		s.ingestFailed(w, r, &store.Error{Code: store.CodeInvalid, Column: "Idempotency-Key", Message: fmt.Sprintf("Idempotency-Key must be at most %d printable ASCII characters", MaxIdempotencyKeyLen)})
+		s.ingestFailed(w, r, &store.Error{Code: store.CodeInvalid, Field: "Idempotency-Key", Message: fmt.Sprintf("Idempotency-Key must be at most %d printable ASCII characters", MaxIdempotencyKeyLen)})
 		return
 	}
 	contentType := r.Header.Get("Content-Type")

@@ -62,7 +62,7 @@ func TestIngestIdempotencyKey(t *testing.T) {
 		t.Fatalf("retry answered %s, first was %s", again.body, first.body)
 	}
 	r := e.do(t, "POST", "/v1/tables/t/rows", e.admin, []byte("n\n3\n"), "Content-Type: text/csv", "Idempotency-Key: load-1")
-	if r.status != http.StatusConflict || r.problem(t).Column != "Idempotency-Key" {
+	if r.status != http.StatusConflict || r.problem(t).Field != "Idempotency-Key" {
 		t.Fatalf("key reused with another body: %d %s", r.status, r.body)
 	}
 	if q := e.queryJSON(t, "SELECT count(*) AS n FROM t"); q.Rows[0]["n"].(interface{ String() string }).String() != "2" {

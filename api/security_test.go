@@ -225,3 +225,37 @@ func TestSandboxAttacksOverHTTP(t *testing.T) {
 		t.Fatalf("table changed: %v", q.Rows)
 	}
 }
+
+func TestProblemDetailsNeverEchoAToken(t *testing.T) {
+	e := newEnv(t, options{})
+	e.createNumbers(t, "t")
+	revoked, secret, _ := e.db.CreateToken(context.Background(), store.PurposeStream, "", 0)
+	e.db.RevokeToken(context.Background(), revoked.ID)
+	for _, path := range []string{"/stream/" + secret, "/stream/" + e.admin + "?table=t", "/stream/" + e.token(t, store.PurposeStream, "")} {
+		r := e.do(t, "GET", path, "", nil)
+		p := r.problem(t)
+		if strings.Contains(string(r.body), "dt_") || p.Instance != "/stream/{token}" {
+			t.Fatalf("%d problem body echoes the path: %s", r.status, r.body)
+		}
+	}
+	if r := e.do(t, "GET", "/stream/"+e.admin+"?table=t", "", nil); r.status != 403 {
+		t.Fatalf("admin token in a URL: %d, want 403", r.status)
+	}
+}
+
+func TestMethodNotAllowedAndNotAcceptable(t *testing.T) {
+	e := newEnv(t, options{})
+	e.createNumbers(t, "t")
+	r := e.do(t, "PUT", "/v1/tables/t", e.admin, nil)
+	if r.status != 405 || r.header.Get("Allow") != "GET, DELETE" {
+		t.Fatalf("PUT on a table: %d, Allow %q", r.status, r.header.Get("Allow"))
+	}
+	r = e.do(t, "GET", "/v1/tables/t/snapshot", e.admin, nil, "Accept: text/html")
+	if r.status != 406 || r.problem(t).Code != "not_acceptable" {
+		t.Fatalf("Accept text/html: %d %s", r.status, r.body)
+	}
+	r = e.do(t, "POST", "/v1/tables/t/rows", e.admin, []byte("x"), "Content-Type: application/xml")
+	if p := r.problem(t); r.status != 415 || strings.Count(p.Detail, "unsupported media type") > 1 {
+		t.Fatalf("Content-Type application/xml: %d %s", r.status, r.body)
+	}
+}

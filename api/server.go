@@ -8,6 +8,7 @@ package api
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -61,6 +62,8 @@ type Server struct {
 	metrics *metrics
 	limits  *tokenLimiters
 	router  chi.Router
+	// methods lists the methods of each route pattern, for the Allow header of 405s.
+	methods map[string][]string
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -94,6 +97,12 @@ func NewServer(cfg Config, db *store.DB, hub *stream.Hub, reader *snapshot.Reade
 		limits:  newTokenLimiters(cfg.RateLimit, cfg.RateBurst),
 	}
 	s.router = s.routes()
+	s.methods = map[string][]string{}
+	chi.Walk(s.router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		route = strings.TrimSuffix(route, "/")
+		s.methods[route] = append(s.methods[route], method)
+		return nil
+	})
 	return s
 }
 
@@ -131,8 +140,11 @@ func (s *Server) routes() chi.Router {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, statusError(http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, statusError(http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed on "+r.URL.Path))
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		// RFC 9110 §15.5.6: a 405 lists the methods the resource supports.
+		allowed := s.methods[routePattern(req)]
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		s.writeError(w, req, statusError(http.StatusMethodNotAllowed, "method_not_allowed", req.Method+" is not allowed here; use "+strings.Join(allowed, " or ")))
 	})
 	return r
 }

@@ -27,12 +27,17 @@ func (s *Server) refuseStream(w http.ResponseWriter, r *http.Request, reason str
 }
 
 // streamByPathToken: GET /stream/{token}, the token in the path for the browser's
-// EventSource, which cannot set headers. The table is the token's own; a token scoped to
-// no table names it with ?table=.
+// EventSource, which cannot set headers. Only stream tokens are accepted here, never an
+// admin token, because paths end up in browser histories and proxy logs. The table is the
+// token's own; a token scoped to no table names it with ?table=.
 func (s *Server) streamByPathToken(w http.ResponseWriter, r *http.Request) {
 	tok, err := s.checkToken(w, chi.URLParam(r, "token"))
 	if err != nil {
 		s.refuseStream(w, r, "token", err)
+		return
+	}
+	if tok.Purpose != store.PurposeStream {
+		s.refuseStream(w, r, "scope", &store.Error{Code: store.CodeForbidden, Message: "only stream tokens may be put in a URL; send other tokens in Authorization: Bearer"})
 		return
 	}
 	table := tok.Table
@@ -40,7 +45,7 @@ func (s *Server) streamByPathToken(w http.ResponseWriter, r *http.Request) {
 		table = r.URL.Query().Get("table")
 	}
 	if table == "" {
-		s.refuseStream(w, r, "table", &store.Error{Code: store.CodeInvalid, Column: "table", Message: "this token is not limited to a table; name one with ?table="})
+		s.refuseStream(w, r, "table", &store.Error{Code: store.CodeInvalid, Field: "table", Message: "this token is not limited to a table; name one with ?table="})
 		return
 	}
 	s.serveStream(w, r, tok, table)
@@ -65,12 +70,12 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 		cursor = r.URL.Query().Get("cursor")
 	}
 	if err := stream.CheckLastEventID(cursor); err != nil {
-		s.refuseStream(w, r, "last_event_id", &store.Error{Code: store.CodeInvalid, Column: "Last-Event-ID", Message: err.Error()})
+		s.refuseStream(w, r, "last_event_id", &store.Error{Code: store.CodeInvalid, Field: "Last-Event-ID", Message: err.Error()})
 		return
 	}
 	encoding, err := stream.ParseEncoding(r.URL.Query().Get("encoding"))
 	if err != nil {
-		s.refuseStream(w, r, "encoding", &store.Error{Code: store.CodeInvalid, Column: "encoding", Message: err.Error()})
+		s.refuseStream(w, r, "encoding", &store.Error{Code: store.CodeInvalid, Field: "encoding", Message: err.Error()})
 		return
 	}
 	framing := negotiateFraming(r.Header.Get("Accept"))

@@ -200,7 +200,7 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error
 	case errors.As(err, &tooBig):
 		return &store.Error{Code: store.CodeTooLarge, Message: fmt.Sprintf("request body is over %d bytes", tooBig.Limit)}
 	case errors.As(err, &typeErr):
-		return &store.Error{Code: store.CodeInvalid, Column: typeErr.Field, Message: fmt.Sprintf("field %q must be %s, not %s", typeErr.Field, typeErr.Type, typeErr.Value)}
+		return &store.Error{Code: store.CodeInvalid, Field: typeErr.Field, Message: fmt.Sprintf("field %q must be %s, not %s", typeErr.Field, typeErr.Type, typeErr.Value)}
 	case errors.As(err, &syntaxErr):
 		return &store.Error{Code: store.CodeInvalid, Message: fmt.Sprintf("request body is not valid JSON at byte %d: %v", syntaxErr.Offset, err)}
 	case errors.Is(err, io.EOF):

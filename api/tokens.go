@@ -60,7 +60,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	var ttl time.Duration
 	if req.TTL != "" {
 		if ttl, err = time.ParseDuration(req.TTL); err != nil || ttl <= 0 {
-			s.writeError(w, r, &store.Error{Code: store.CodeInvalid, Column: "ttl", Message: `ttl must be a positive duration such as "24h" or "90m"`})
+			s.writeError(w, r, &store.Error{Code: store.CodeInvalid, Field: "ttl", Message: `ttl must be a positive duration such as "24h" or "90m"`})
 			return
 		}
 	}

@@ -26,7 +26,7 @@ func (db *DB) CreateTable(ctx context.Context, name string, specs []ColumnSpec) 
 		_, exists := db.tables[strings.ToLower(name)]
 		db.mu.RUnlock()
 		if exists {
-			return nil, nil, nil, &Error{Code: CodeConflict, Message: "a table named " + quoteForMessage(name) + " already exists", Column: "name"}
+			return nil, nil, nil, &Error{Code: CodeConflict, Message: "a table named " + quoteForMessage(name) + " already exists", Field: "name"}
 		}
 		var id int64
 		if err := tx.conn.QueryRowContext(ctx, "SELECT nextval('ducktail_catalog.table_ids')").Scan(&id); err != nil {
@@ -188,7 +188,7 @@ func (db *DB) liveTable(name string) (*table, error) {
 // buildColumns validates specs and numbers them from firstID.
 func buildColumns(specs []ColumnSpec, firstID int) ([]Column, error) {
 	if len(specs) == 0 {
-		return nil, &Error{Code: CodeInvalid, Message: "a table needs at least one column", Column: "columns"}
+		return nil, &Error{Code: CodeInvalid, Message: "a table needs at least one column", Field: "columns"}
 	}
 	seen := map[string]bool{}
 	cols := make([]Column, len(specs))

@@ -44,8 +44,11 @@ type Error struct {
 	Row int
 	// Line is the 1-based line of the input text where the bad row starts, or 0.
 	Line int
-	// Column is the column or field name of bad input, or "".
+	// Column is the table column of bad input, or "".
 	Column string
+	// Field is the request field, header or parameter that was wrong ("ttl",
+	// "Idempotency-Key"), or "".
+	Field string
 	// Err is the underlying cause, or nil.
 	Err error
 }
@@ -65,6 +68,8 @@ func (e *Error) Error() string {
 		b.WriteString(")")
 	} else if e.Column != "" {
 		fmt.Fprintf(&b, " (column %q)", e.Column)
+	} else if e.Field != "" {
+		fmt.Fprintf(&b, " (%s)", e.Field)
 	}
 	if e.Err != nil {
 		b.WriteString(": ")

@@ -28,7 +28,7 @@ var reservedTableNames = map[string]bool{
 // user SQL, so they are kept simple. The error is a CodeInvalid *Error naming the field.
 func ValidateTableName(name string) error {
 	bad := func(why string) error {
-		return &Error{Code: CodeInvalid, Message: "invalid table name " + quoteForMessage(name) + ": " + why, Column: "name"}
+		return &Error{Code: CodeInvalid, Message: "invalid table name " + quoteForMessage(name) + ": " + why, Field: "name"}
 	}
 	if name == "" {
 		return bad("empty")

@@ -33,7 +33,7 @@ func ParsePurpose(s string) (Purpose, error) {
 	case PurposeAdmin, PurposeIngest, PurposeQuery, PurposeStream:
 		return p, nil
 	}
-	return "", &Error{Code: CodeInvalid, Message: "unknown token purpose " + quoteForMessage(s) + "; use admin, ingest, query or stream", Column: "purpose"}
+	return "", &Error{Code: CodeInvalid, Message: "unknown token purpose " + quoteForMessage(s) + "; use admin, ingest, query or stream", Field: "purpose"}
 }
 
 // Token is a token at rest: everything but its secret, of which only the SHA-256 is kept.
@@ -90,7 +90,7 @@ func (db *DB) CreateToken(ctx context.Context, purpose Purpose, table string, tt
 		return Token{}, "", err
 	}
 	if purpose == PurposeAdmin && table != "" {
-		return Token{}, "", &Error{Code: CodeInvalid, Message: "admin tokens cannot be limited to a table", Column: "table"}
+		return Token{}, "", &Error{Code: CodeInvalid, Message: "admin tokens cannot be limited to a table", Field: "table"}
 	}
 	if table != "" {
 		if err := ValidateTableName(table); err != nil {
@@ -98,7 +98,7 @@ func (db *DB) CreateToken(ctx context.Context, purpose Purpose, table string, tt
 		}
 	}
 	if ttl < 0 {
-		return Token{}, "", &Error{Code: CodeInvalid, Message: "ttl must not be negative", Column: "ttl"}
+		return Token{}, "", &Error{Code: CodeInvalid, Message: "ttl must not be negative", Field: "ttl"}
 	}
 	idBytes := make([]byte, 8)
 	secretBytes := make([]byte, 32)

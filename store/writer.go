@@ -305,7 +305,7 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 // retry's body differs from the first request's.
 func duplicateOf(first Commit, firstHash []byte, b *Batch) (Commit, error) {
 	if len(firstHash) > 0 && len(b.RequestHash) > 0 && !bytes.Equal(firstHash, b.RequestHash) {
-		return Commit{}, &Error{Code: CodeConflict, Column: "Idempotency-Key",
+		return Commit{}, &Error{Code: CodeConflict, Field: "Idempotency-Key",
 			Message: "Idempotency-Key " + quoteForMessage(b.IdempotencyKey) + " was already used with a different request body"}
 	}
 	first.Duplicate = true
