@@ -247,7 +247,7 @@ func TestMethodNotAllowedAndNotAcceptable(t *testing.T) {
 	e := newEnv(t, options{})
 	e.createNumbers(t, "t")
 	r := e.do(t, "PUT", "/v1/tables/t", e.admin, nil)
-	if r.status != 405 || r.header.Get("Allow") != "GET, DELETE" {
+	if r.status != 405 || r.header.Get("Allow") != "DELETE, GET" {
 		t.Fatalf("PUT on a table: %d, Allow %q", r.status, r.header.Get("Allow"))
 	}
 	r = e.do(t, "GET", "/v1/tables/t/snapshot", e.admin, nil, "Accept: text/html")

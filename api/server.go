@@ -8,6 +8,7 @@ package api
 import (
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,6 +102,7 @@ func NewServer(cfg Config, db *store.DB, hub *stream.Hub, reader *snapshot.Reade
 	chi.Walk(s.router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		route = strings.TrimSuffix(route, "/")
 		s.methods[route] = append(s.methods[route], method)
+		slices.Sort(s.methods[route])
 		return nil
 	})
 	return s
