@@ -224,6 +224,36 @@ func TestSandboxAttacksOverHTTP(t *testing.T) {
 	if q := e.queryJSON(t, "SELECT count(*) AS n FROM t"); q.Rows[0]["n"].(json.Number).String() != "3" {
 		t.Fatalf("table changed: %v", q.Rows)
 	}
+
+	// A token scoped to t must not reach the table payroll, nor the system views, by any
+	// route found by the adversarial review.
+	e.ingest(t, "payroll?create=true", "application/json", []byte(`[{"name":"alice","salary":123457}]`), http.StatusCreated)
+	scoped := e.token(t, store.PurposeQuery, "t")
+	deep := "SELECT " + strings.Repeat("(SELECT ", 28) + "1" + strings.Repeat(")", 28)
+	for _, sql := range []string{
+		"WITH RECURSIVE payroll AS (SELECT * FROM payroll UNION ALL SELECT * FROM payroll WHERE false) SELECT * FROM payroll",
+		"WITH RECURSIVE duckdb_views AS (SELECT * FROM duckdb_views UNION ALL SELECT * FROM duckdb_views WHERE false) SELECT * FROM duckdb_views",
+		"WITH payroll AS (SELECT 1 AS x) SELECT * FROM payroll",
+		"SELECT json_serialize_plan('SELECT 1 FROM payroll WHERE salary > 123456', optimize := true)",
+		"SELECT json_serialize_plan('SELECT * FROM ducktail_catalog.tokens')",
+		"SELECT getvariable('x')",
+		deep,
+	} {
+		body, _ := json.Marshal(map[string]string{"sql": sql})
+		start := time.Now()
+		r := e.do(t, "POST", "/v1/query", scoped, body)
+		if r.status < 400 || r.status >= 500 || strings.Contains(string(r.body), "123457") {
+			t.Errorf("%.60q: status %d %s", sql, r.status, r.body)
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Errorf("%.60q took %v: refused only after planning", sql, time.Since(start))
+		}
+	}
+	// Ordinary recursive CTEs still work.
+	body, _ := json.Marshal(map[string]string{"sql": "WITH RECURSIVE c(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM c WHERE k < 5) SELECT sum(k) AS s FROM c"})
+	if r := e.do(t, "POST", "/v1/query", scoped, body); r.status != 200 || !strings.Contains(string(r.body), `"s":15`) {
+		t.Fatalf("recursive CTE: %d %s", r.status, r.body)
+	}
 }
 
 func TestProblemDetailsNeverEchoAToken(t *testing.T) {

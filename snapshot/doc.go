@@ -61,11 +61,15 @@
 //   - every table reference is a CTE in scope or a live user table (schema main, catalog
 //     the database itself); the schemas ducktail_catalog, ducktail_data,
 //     ducktail_migrations, information_schema and pg_catalog, the system views
-//     (duckdb_*, sqlite_master, …), other catalogs and file paths are refused;
+//     (duckdb_*, sqlite_master, …), other catalogs and file paths are refused; CTE scope
+//     follows DuckDB's binding (a recursive CTE's anchor does not see its own name), and
+//     a CTE may not take the name of a table the caller may not read;
+//   - at most MaxQueryDepth nested subqueries, MaxQueryNodes SELECTs and MaxTableRefs
+//     table references: DuckDB plans deep nesting in exponential time, uninterruptibly;
 //   - table functions come from an allow-list (AllowedTableFunctions);
 //   - scalar, aggregate and window functions that read configuration, the environment,
-//     sequences, the catalog or files, run SQL, sleep or write logs are refused
-//     (DeniedFunctions, DeniedFunctionPrefixes).
+//     sequences, the catalog or files, plan or run SQL given as a string, sleep or write
+//     logs are refused (DeniedFunctions, DeniedFunctionPrefixes).
 //
 // The statement then runs in the same read-only transaction with a time limit
 // (Reader.QueryTimeout, enforced by DuckDB's interrupt) and a limit on the encoded

@@ -45,7 +45,28 @@ var DeniedFunctions = map[string]string{
 	"get_block_size":              "reads storage information",
 	"write_log":                   "writes to the database log",
 	"sleep_ms":                    "holds a reader connection idle",
+	"json_serialize_plan":         "plans SQL given as a string, outside the sandbox",
+	"json_serialize_sql":          "parses SQL given as a string",
+	"json_deserialize_sql":        "builds SQL text",
+	"getvariable":                 "reads session variables",
+	"current_query":               "reads the session",
+	"current_schemas":             "reads the catalog",
+	"in_search_path":              "reads the catalog",
 }
+
+// Complexity bounds of one query. DuckDB's planner is exponential in the nesting of
+// subqueries and cannot be interrupted while planning, so a short query nested deeply
+// enough would hold a reader connection for hours past QueryTimeout: such queries are
+// refused before they reach the planner.
+const (
+	// MaxQueryDepth bounds how deeply query nodes (SELECTs, set operations, CTE bodies,
+	// subqueries) nest.
+	MaxQueryDepth = 12
+	// MaxQueryNodes bounds how many query nodes one query holds.
+	MaxQueryNodes = 256
+	// MaxTableRefs bounds how many tables, CTEs and table functions one query names.
+	MaxTableRefs = 64
+)
 
 // DeniedFunctionPrefixes deny whole families of functions by name prefix, with the
 // reason: duckdb_* and pragma_* report on the system, pg_* are the PostgreSQL
@@ -174,6 +195,9 @@ type walker struct {
 	tables     map[string]store.TableInfo
 	// database is the name of the attached database file's catalog, read when needed.
 	database string
+	// depth is the nesting of query nodes at the current point; nodes and refs count
+	// query nodes and FROM items seen so far.
+	depth, nodes, refs int
 }
 
 // scope is the CTE names visible at a point of the tree, innermost first.
@@ -210,6 +234,14 @@ func (w *walker) walk(node any, sc *scope) error {
 			}
 		}
 	case map[string]any:
+		if _, query := n["modifiers"]; query {
+			w.depth++
+			w.nodes++
+			defer func() { w.depth-- }()
+			if w.depth > MaxQueryDepth || w.nodes > MaxQueryNodes {
+				return store.Errorf(store.CodeUnprocessable, "the query is too complex: at most %d nested subqueries and %d SELECTs in all", MaxQueryDepth, MaxQueryNodes)
+			}
+		}
 		if cteMap, ok := n["cte_map"].(map[string]any); ok {
 			var err error
 			if sc, err = w.walkCTEs(cteMap, sc); err != nil {
@@ -239,22 +271,25 @@ func (w *walker) walk(node any, sc *scope) error {
 }
 
 // walkCTEs checks the CTE definitions of one query node and returns the scope of the
-// node's body. As DuckDB binds them, a CTE's body sees the CTEs defined before it, and
-// itself only when it is recursive (a RECURSIVE_CTE_NODE of its own name).
+// node's body. As DuckDB binds them, a CTE's body sees the CTEs defined before it; a
+// recursive CTE (a RECURSIVE_CTE_NODE of its own name) sees itself in its recursive term
+// only, while the name in its anchor term is still the table or CTE of that name.
 func (w *walker) walkCTEs(cteMap map[string]any, sc *scope) (*scope, error) {
 	inner := &scope{parent: sc}
 	entries, _ := cteMap["map"].([]any)
 	for _, e := range entries {
 		entry, _ := e.(map[string]any)
 		name, _ := entry["key"].(string)
-		if isRecursiveCTE(entry["value"], name) {
-			inner.names = append(inner.names, name)
-			if err := w.walk(entry["value"], inner); err != nil {
+		if node := recursiveCTE(entry["value"], name); node != nil {
+			anchor := maps.Clone(node)
+			delete(anchor, "right")
+			if err := w.walk(anchor, inner); err != nil {
 				return nil, err
 			}
-			continue
-		}
-		if err := w.walk(entry["value"], inner); err != nil {
+			if err := w.walk(node["right"], &scope{names: []string{name}, parent: inner}); err != nil {
+				return nil, err
+			}
+		} else if err := w.walk(entry["value"], inner); err != nil {
 			return nil, err
 		}
 		inner.names = append(inner.names, name)
@@ -262,12 +297,16 @@ func (w *walker) walkCTEs(cteMap map[string]any, sc *scope) (*scope, error) {
 	return inner, nil
 }
 
-func isRecursiveCTE(value any, name string) bool {
+// recursiveCTE returns the RECURSIVE_CTE_NODE of a CTE named name, or nil.
+func recursiveCTE(value any, name string) map[string]any {
 	v, _ := value.(map[string]any)
 	q, _ := v["query"].(map[string]any)
 	node, _ := q["node"].(map[string]any)
 	cteName, _ := node["cte_name"].(string)
-	return node["type"] == "RECURSIVE_CTE_NODE" && strings.EqualFold(cteName, name)
+	if node["type"] == "RECURSIVE_CTE_NODE" && strings.EqualFold(cteName, name) {
+		return node
+	}
+	return nil
 }
 
 // checkTableRef checks a tree object that is a FROM item (a DuckDB TableRef) and ignores
@@ -275,6 +314,11 @@ func isRecursiveCTE(value any, name string) bool {
 // that they are checked wherever they appear.
 func (w *walker) checkTableRef(n map[string]any, sc *scope) error {
 	typ, _ := n["type"].(string)
+	if typ == "BASE_TABLE" || typ == "TABLE_FUNCTION" {
+		if w.refs++; w.refs > MaxTableRefs {
+			return store.Errorf(store.CodeUnprocessable, "the query is too complex: it names more than %d tables", MaxTableRefs)
+		}
+	}
 	switch typ {
 	case "BASE_TABLE":
 		return w.checkBaseTable(n, sc)
@@ -311,12 +355,20 @@ func isTableRef(n map[string]any) bool {
 }
 
 // checkBaseTable checks a table name: a CTE in scope, or a live user table the caller
-// may read, in schema main of this database.
+// may read, in schema main of this database. A CTE may not take the name of a table the
+// caller may not read: where DuckDB binds such a name is subtle (recursive anchors), so
+// the sandbox does not rely on it.
 func (w *walker) checkBaseTable(n map[string]any, sc *scope) error {
 	name, _ := n["table_name"].(string)
 	schema, _ := n["schema_name"].(string)
 	catalog, _ := n["catalog_name"].(string)
 	if schema == "" && catalog == "" && sc.has(name) {
+		if w.tx == nil {
+			return nil
+		}
+		if _, err := w.tx.Table(w.ctx, name); err == nil && (w.allowTable == nil || !w.allowTable(name)) {
+			return store.Errorf(store.CodeForbidden, "this token may not read table %s (a CTE may not take its name)", strconv.Quote(name))
+		}
 		return nil
 	}
 	relation := qualifiedName(catalog, schema, name)
