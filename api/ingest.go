@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"mime"
 	"strconv"
 
@@ -160,4 +161,23 @@ func cutPoint(s string) int {
 		n--
 	}
 	return n
+}
+
+// The memory a CSV, JSON or NDJSON body may decode to: a base plus a multiple of the
+// body's size. Rows are bounded by it divided by the width of a row of the table, so
+// that a few bytes per row ("{}" into a table of many columns) cannot make gigabytes.
+const (
+	textBaseBudget = 64 << 20
+	textExpansion  = 16
+)
+
+// textRowLimit returns how many rows of schema s a text body of n bytes may hold.
+func textRowLimit(n int, s *store.Schema) int {
+	return int((textBaseBudget + textExpansion*int64(n)) / rowBytes(s))
+}
+
+// rowLimitError refuses a body past its row limit.
+func rowLimitError(limit int) error {
+	return &store.Error{Code: store.CodeTooLarge,
+		Message: fmt.Sprintf("the body decodes to more than %d rows of this table, past the memory one request may use; send smaller commits", limit)}
 }

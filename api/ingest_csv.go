@@ -56,7 +56,7 @@ func (csvDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, error
 	if err != nil {
 		return nil, err
 	}
-	rows := 0
+	rows, maxRows := 0, textRowLimit(len(body), s)
 	for {
 		rec, line, err := c.next()
 		if err == io.EOF {
@@ -65,7 +65,9 @@ func (csvDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, error
 		if err != nil {
 			return nil, err
 		}
-		rows++
+		if rows++; rows > maxRows {
+			return nil, locate(rowLimitError(maxRows), rows, line, "")
+		}
 		for i, f := range rec {
 			b := bs[colOf[i]]
 			if f == "" && !(varchar[i] && c.quoted(i)) {

@@ -177,7 +177,10 @@ func newJSONInferVisitor() *jsonInferVisitor {
 	return &jsonInferVisitor{byName: make(map[string]int)}
 }
 
-func (v *jsonInferVisitor) startRow(row int) { v.row = row }
+func (v *jsonInferVisitor) startRow(row int) error {
+	v.row = row
+	return nil
+}
 
 func (v *jsonInferVisitor) endRow() {}
 

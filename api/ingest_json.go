@@ -41,8 +41,9 @@ func (d jsonDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, er
 		return nil, err
 	}
 	v := &jsonDecodeVisitor{
-		schema: s,
-		cols:   bs,
+		schema:  s,
+		maxRows: textRowLimit(len(body), s),
+		cols:    bs,
 		seen:   make([]int, len(bs)),
 		byName: make(map[string]int),
 	}
@@ -119,7 +120,7 @@ func (v jsonValue) shown() shown {
 // row object in order, with its name unescaped; errors it returns are located at the
 // row by the scanner.
 type jsonRowVisitor interface {
-	startRow(row int)
+	startRow(row int) error
 	member(name string, v jsonValue) error
 	endRow()
 }
@@ -265,7 +266,9 @@ func (sc *jsonScanner) row(v jsonRowVisitor, row int) error {
 		return &store.Error{Code: store.CodeUnprocessable, Row: row, Line: line,
 			Message: "row is a JSON " + val.kind.String() + ", not an object"}
 	}
-	v.startRow(row)
+	if err := v.startRow(row); err != nil {
+		return atRow(err, row, line)
+	}
 	if err := sc.object(v); err != nil {
 		return atRow(err, row, line)
 	}
@@ -678,15 +681,20 @@ type jsonDecodeVisitor struct {
 	cols      []columnBuilder
 	seen      []int // row number that last set each column
 	row       int
+	maxRows   int
 	k         int // member position in the row
 	byName    map[string]int
 	prevNames []string
 	prevCols  []int
 }
 
-func (v *jsonDecodeVisitor) startRow(row int) {
+func (v *jsonDecodeVisitor) startRow(row int) error {
+	if row > v.maxRows {
+		return rowLimitError(v.maxRows)
+	}
 	v.row = row
 	v.k = 0
+	return nil
 }
 
 // member appends one member's value to its column. Errors: an unknown field, a

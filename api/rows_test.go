@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -166,5 +167,30 @@ func TestTokensAndTablesAPI(t *testing.T) {
 	}
 	if r := e.do(t, "GET", "/v1/tables/nope", e.admin, nil); r.status != 404 {
 		t.Fatalf("describe unknown: %d", r.status)
+	}
+}
+
+func TestIngestAmplificationAndWidthLimits(t *testing.T) {
+	e := newEnv(t, options{})
+	var header []string
+	for i := range 1025 {
+		header = append(header, fmt.Sprint("c", i))
+	}
+	r := e.do(t, "POST", "/v1/tables/wide/rows?create=true", e.admin, []byte(strings.Join(header, ",")+"\n"), "Content-Type: text/csv")
+	if r.status != 400 || r.problem(t).Field != "columns" {
+		t.Fatalf("1025 columns: %d %s", r.status, r.body)
+	}
+	e.do(t, "POST", "/v1/tables/wide/rows?create=true", e.admin, []byte(strings.Join(header[:1000], ",")+"\n"), "Content-Type: text/csv")
+	// A few bytes per row that decode to 1,000 NULLs each: refused before it costs memory.
+	r = e.do(t, "POST", "/v1/tables/wide/rows", e.admin, []byte("["+strings.Repeat("{},", 20000)+"{}]"), "Content-Type: application/json")
+	if r.status != 413 {
+		t.Fatalf("amplifying JSON body: %d %s", r.status, r.body)
+	}
+	r = e.do(t, "POST", "/v1/tables/wide/rows", e.admin, []byte("c0\n"+strings.Repeat("1\n", 20000)), "Content-Type: text/csv")
+	if r.status != 413 {
+		t.Fatalf("amplifying CSV body: %d %s", r.status, r.body)
+	}
+	if info, _ := e.db.Table("wide"); info.Head.Seq != 1 {
+		t.Fatalf("refused bodies committed: seq %d", info.Head.Seq)
 	}
 }

@@ -2,6 +2,14 @@ package store
 
 import (
 	"context"
+	"fmt"
+)
+
+// MaxColumns is the most columns a table may have. MaxStoredColumns bounds the columns
+// an activation stores, dropped ones included (their values stay for replay).
+const (
+	MaxColumns       = 1024
+	MaxStoredColumns = 4096
 )
 
 // AddColumn adds a column at the end of a table's schema. Existing rows hold NULL in it;
@@ -13,6 +21,13 @@ func (db *DB) AddColumn(ctx context.Context, tableName string, spec ColumnSpec) 
 	return db.alterSchema(ctx, tableName, func(t *table, s *Schema) (string, error) {
 		if _, i := s.Column(spec.Name); i >= 0 {
 			return "", &Error{Code: CodeConflict, Message: "column " + quoteForMessage(spec.Name) + " already exists (names are case-insensitive)", Column: spec.Name}
+		}
+		if len(s.Columns) >= MaxColumns {
+			return "", &Error{Code: CodeInvalid, Message: fmt.Sprintf("a table may have at most %d columns", MaxColumns), Column: spec.Name}
+		}
+		if t.nextColumn > MaxStoredColumns {
+			return "", &Error{Code: CodeInvalid, Column: spec.Name, Message: fmt.Sprintf(
+				"the table has stored %d columns in this activation (dropped columns keep their values for replay); reset it to start afresh", MaxStoredColumns)}
 		}
 		cols, err := buildColumns([]ColumnSpec{spec}, t.nextColumn)
 		if err != nil {

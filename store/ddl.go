@@ -190,6 +190,9 @@ func buildColumns(specs []ColumnSpec, firstID int) ([]Column, error) {
 	if len(specs) == 0 {
 		return nil, &Error{Code: CodeInvalid, Message: "a table needs at least one column", Field: "columns"}
 	}
+	if len(specs) > MaxColumns {
+		return nil, &Error{Code: CodeInvalid, Message: fmt.Sprintf("a table may have at most %d columns, not %d", MaxColumns, len(specs)), Field: "columns"}
+	}
 	seen := map[string]bool{}
 	cols := make([]Column, len(specs))
 	for i, s := range specs {
