@@ -44,8 +44,8 @@ func (d jsonDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, er
 		schema:  s,
 		maxRows: textRowLimit(len(body), s),
 		cols:    bs,
-		seen:   make([]int, len(bs)),
-		byName: make(map[string]int),
+		seen:    make([]int, len(bs)),
+		byName:  make(map[string]int),
 	}
 	sc := newJSONScanner(body, d.ndjson)
 	if err := sc.rows(v); err != nil {
