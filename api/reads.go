@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/ducktail/ducktail/snapshot"
 	"github.com/ducktail/ducktail/store"
 )
@@ -26,7 +24,7 @@ const CursorsHeader = "Ducktail-Cursors"
 // Query, stream and admin tokens may read it: a stream consumer rebuilds from it after
 // refresh-required. 404 unknown table, 406 unsupported Accept.
 func (s *Server) tableSnapshot(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "table")
+	name := pathParam(r, "table")
 	tok := tokenFrom(r)
 	purpose := store.PurposeQuery
 	if tok.Purpose == store.PurposeStream {

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/ducktail/ducktail/store"
 )
@@ -33,7 +34,7 @@ type ingestResponse struct {
 // 409 key reused with another body; 413 body too large; 415 unsupported media type.
 func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	name := chi.URLParam(r, "table")
+	name := pathParam(r, "table")
 	if err := allow(tokenFrom(r), store.PurposeIngest, name); err != nil {
 		s.ingestFailed(w, r, err)
 		return
@@ -59,28 +60,47 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 		s.ingestFailed(w, r, &store.Error{Code: store.CodeInvalid, Message: "reading the request body failed: " + err.Error()})
 		return
 	}
-	info, err := s.tableForIngest(r, name, dec, body)
+	mediaType, _, _ := mime.ParseMediaType(contentType)
+	hash := sha256.New()
+	hash.Write([]byte(mediaType))
+	hash.Write([]byte{0})
+	hash.Write(body)
+	batch := store.Batch{IdempotencyKey: key, RequestHash: hash.Sum(nil), Bytes: int64(len(body))}
+	var c store.Commit
+	if key != "" {
+		// A retry is answered from the commit log before its body is decoded: the
+		// table's columns may have changed since the first request.
+		var found bool
+		if c, found, err = s.db.IdempotentCommit(r.Context(), name, key, batch.RequestHash); err != nil || found {
+			if err != nil {
+				s.ingestFailed(w, r, err)
+			} else {
+				s.ingested(w, c, time.Since(start))
+			}
+			return
+		}
+	}
+	info, rec, err := s.tableForIngest(r, name, dec, body)
 	if err != nil {
 		s.ingestFailed(w, r, err)
 		return
 	}
-	hash := sha256.New()
-	hash.Write([]byte(contentType))
-	hash.Write([]byte{0})
-	hash.Write(body)
-	batch := store.Batch{Table: info.Name, IdempotencyKey: key, RequestHash: hash.Sum(nil), Bytes: int64(len(body))}
-	var c store.Commit
+	batch.Table = info.Name
 	// A schema change between decoding and committing is retried once with the new schema.
 	for attempt := 0; ; attempt++ {
 		batch.SchemaVersion = info.Schema.Version
-		if batch.Record, err = dec.Decode(body, &info.Schema); err != nil {
-			s.ingestFailed(w, r, err)
-			return
+		batch.Record = rec
+		if batch.Record == nil {
+			if batch.Record, err = dec.Decode(body, &info.Schema); err != nil {
+				s.ingestFailed(w, r, err)
+				return
+			}
 		}
 		c, err = s.db.Append(r.Context(), batch)
 		if !errors.Is(err, store.ErrSchemaChanged) || attempt > 0 {
 			break
 		}
+		rec = nil
 		if info, err = s.db.Table(name); err != nil {
 			break
 		}
@@ -89,6 +109,11 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 		s.ingestFailed(w, r, err)
 		return
 	}
+	s.ingested(w, c, time.Since(start))
+}
+
+// ingested answers a commit: 201, or 200 with Idempotent-Replayed for a retry.
+func (s *Server) ingested(w http.ResponseWriter, c store.Commit, took time.Duration) {
 	status := http.StatusCreated
 	if c.Duplicate {
 		status = http.StatusOK
@@ -97,28 +122,39 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 		s.metrics.ingestCommits.Inc()
 		s.metrics.ingestRows.Add(float64(c.Rows))
 		s.metrics.ingestBytes.Add(float64(c.Bytes))
-		s.metrics.ingestDuration.Observe(time.Since(start).Seconds())
+		s.metrics.ingestDuration.Observe(took.Seconds())
 	}
 	writeJSON(w, status, ingestResponse{Table: c.TableName, Rows: c.Rows, Seq: c.Position.Seq, Cursor: s.codec.Encode(c.Position)})
 }
 
-// tableForIngest returns the target table, creating it from the body's inferred schema
-// when it is missing and ?create=true.
-func (s *Server) tableForIngest(r *http.Request, name string, dec rowDecoder, body []byte) (store.TableInfo, error) {
+// tableForIngest returns the target table and, when it created the table, the body
+// already decoded. A missing table is created from the body's inferred schema when
+// ?create=true, and only once the body decodes under that schema, so that a refused body
+// leaves no table behind.
+func (s *Server) tableForIngest(r *http.Request, name string, dec rowDecoder, body []byte) (store.TableInfo, arrow.RecordBatch, error) {
 	info, err := s.db.Table(name)
 	if !errors.Is(err, store.ErrTableNotFound) || r.URL.Query().Get("create") != "true" {
-		return info, err
+		return info, nil, err
 	}
 	specs, err := dec.Infer(body)
 	if err != nil {
-		return store.TableInfo{}, err
+		return store.TableInfo{}, nil, err
+	}
+	schema, err := store.NewSchema(specs)
+	if err != nil {
+		return store.TableInfo{}, nil, err
+	}
+	rec, err := dec.Decode(body, schema)
+	if err != nil {
+		return store.TableInfo{}, nil, err
 	}
 	info, err = s.db.CreateTable(r.Context(), name, specs)
 	if store.ErrorCode(err) == store.CodeConflict {
-		// Created concurrently by another request: use it.
-		return s.db.Table(name)
+		// Created concurrently by another request: use it, decoding again.
+		info, err = s.db.Table(name)
+		return info, nil, err
 	}
-	return info, err
+	return info, rec, err
 }
 
 func (s *Server) ingestFailed(w http.ResponseWriter, r *http.Request, err error) {

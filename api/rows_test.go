@@ -7,6 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/ducktail/ducktail/api"
 	"github.com/ducktail/ducktail/store"
 )
@@ -192,5 +197,39 @@ func TestIngestAmplificationAndWidthLimits(t *testing.T) {
 	}
 	if info, _ := e.db.Table("wide"); info.Head.Seq != 1 {
 		t.Fatalf("refused bodies committed: seq %d", info.Head.Seq)
+	}
+}
+
+func TestIngestRetriesAndNamesFoundByReview(t *testing.T) {
+	e := newEnv(t, options{})
+	// A retry after a schema change answers the first commit, not a decode error.
+	first := e.ingest(t, "t?create=true", "application/json", []byte(`[{"v":1}]`), http.StatusCreated, "Idempotency-Key: K1")
+	e.do(t, "PATCH", "/v1/tables/t/columns/v", e.admin, []byte(`{"name":"w"}`))
+	again := e.ingest(t, "t", "application/json; charset=utf-8", []byte(`[{"v":1}]`), http.StatusOK, "Idempotency-Key: K1")
+	if !bytes.Equal(first.body, again.body) {
+		t.Fatalf("retry after a rename answered %s, first %s", again.body, first.body)
+	}
+	// A body refused under ?create=true leaves no table behind.
+	schema := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	b.Field(0).(*array.StringBuilder).Append("not UTF-8: \xff")
+	var body bytes.Buffer
+	w := ipc.NewWriter(&body, ipc.WithSchema(schema))
+	w.Write(b.NewRecordBatch())
+	w.Close()
+	r := e.do(t, "POST", "/v1/tables/ghost/rows?create=true", e.admin, body.Bytes(), "Content-Type: application/vnd.apache.arrow.stream")
+	if r.status != 400 {
+		t.Fatalf("Arrow body with invalid UTF-8: %d %s", r.status, r.body)
+	}
+	if _, err := e.db.Table("ghost"); err == nil {
+		t.Fatal("a refused ?create=true body created its table")
+	}
+	// Columns whose names need escaping in a path.
+	e.do(t, "POST", "/v1/tables/t/columns", e.admin, []byte(`{"name":"km/h","type":"DOUBLE"}`))
+	if r := e.do(t, "PATCH", "/v1/tables/t/columns/km%2Fh", e.admin, []byte(`{"name":"speed kmh"}`)); r.status != 200 {
+		t.Fatalf("rename km/h: %d %s", r.status, r.body)
+	}
+	if r := e.do(t, "DELETE", "/v1/tables/t/columns/SPEED%20KMH", e.admin, nil); r.status != 200 {
+		t.Fatalf("drop 'speed kmh' by another case: %d %s", r.status, r.body)
 	}
 }

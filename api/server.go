@@ -8,6 +8,7 @@ package api
 import (
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -154,4 +155,15 @@ func (s *Server) routes() chi.Router {
 // retryAfterSeconds is the Retry-After sent with 503 and 429 stream refusals.
 func (s *Server) retryAfterSeconds() int {
 	return int(max(s.hub.Retry/time.Second, 1))
+}
+
+// pathParam returns the route parameter key of r, percent-decoded: chi hands over the
+// raw segment when the path held an escape, and a column named "km/h" travels as
+// "km%2Fh".
+func pathParam(r *http.Request, key string) string {
+	raw := chi.URLParam(r, key)
+	if v, err := url.PathUnescape(raw); err == nil {
+		return v
+	}
+	return raw
 }

@@ -9,15 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/ducktail/ducktail/store"
 	"github.com/ducktail/ducktail/stream"
 )
 
 // streamByBearer: GET /v1/tables/{table}/stream with Authorization: Bearer.
 func (s *Server) streamByBearer(w http.ResponseWriter, r *http.Request) {
-	s.serveStream(w, r, tokenFrom(r), chi.URLParam(r, "table"))
+	s.serveStream(w, r, tokenFrom(r), pathParam(r, "table"))
 }
 
 // refuseStream answers a stream request that cannot start, counting it by reason.
@@ -31,7 +29,7 @@ func (s *Server) refuseStream(w http.ResponseWriter, r *http.Request, reason str
 // admin token, because paths end up in browser histories and proxy logs. The table is the
 // token's own; a token scoped to no table names it with ?table=.
 func (s *Server) streamByPathToken(w http.ResponseWriter, r *http.Request) {
-	tok, err := s.checkToken(w, chi.URLParam(r, "token"))
+	tok, err := s.checkToken(w, pathParam(r, "token"))
 	if err != nil {
 		s.refuseStream(w, r, "token", err)
 		return

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/ducktail/ducktail/store"
 )
 
@@ -80,7 +78,7 @@ func (s *Server) listTables(w http.ResponseWriter, r *http.Request) {
 
 // describeTable: GET /v1/tables/{table}.
 func (s *Server) describeTable(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "table")
+	name := pathParam(r, "table")
 	tok := tokenFrom(r)
 	if err := allow(tok, tok.Purpose, name); err != nil {
 		s.writeError(w, r, err)
@@ -101,7 +99,7 @@ func (s *Server) dropTable(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.db.DropTable(r.Context(), chi.URLParam(r, "table")); err != nil {
+	if err := s.db.DropTable(r.Context(), pathParam(r, "table")); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -115,7 +113,7 @@ func (s *Server) resetTable(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	info, err := s.db.ResetTable(r.Context(), chi.URLParam(r, "table"))
+	info, err := s.db.ResetTable(r.Context(), pathParam(r, "table"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -134,7 +132,7 @@ func (s *Server) addColumn(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	info, err := s.db.AddColumn(r.Context(), chi.URLParam(r, "table"), spec)
+	info, err := s.db.AddColumn(r.Context(), pathParam(r, "table"), spec)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -158,7 +156,7 @@ func (s *Server) renameColumn(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	info, err := s.db.RenameColumn(r.Context(), chi.URLParam(r, "table"), chi.URLParam(r, "column"), req.Name)
+	info, err := s.db.RenameColumn(r.Context(), pathParam(r, "table"), pathParam(r, "column"), req.Name)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -172,7 +170,7 @@ func (s *Server) dropColumn(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	info, err := s.db.DropColumn(r.Context(), chi.URLParam(r, "table"), chi.URLParam(r, "column"))
+	info, err := s.db.DropColumn(r.Context(), pathParam(r, "table"), pathParam(r, "column"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

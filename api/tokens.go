@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/ducktail/ducktail/store"
 )
 
@@ -92,7 +90,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.db.RevokeToken(r.Context(), chi.URLParam(r, "id")); err != nil {
+	if err := s.db.RevokeToken(r.Context(), pathParam(r, "id")); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

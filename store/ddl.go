@@ -17,7 +17,7 @@ func (db *DB) CreateTable(ctx context.Context, name string, specs []ColumnSpec) 
 	if err := ValidateTableName(name); err != nil {
 		return TableInfo{}, err
 	}
-	cols, err := buildColumns(specs, 1)
+	schema, err := NewSchema(specs)
 	if err != nil {
 		return TableInfo{}, err
 	}
@@ -38,8 +38,7 @@ func (db *DB) CreateTable(ctx context.Context, name string, specs []ColumnSpec) 
 			id, name, uuid.Nil.String(), now); err != nil {
 			return nil, nil, nil, err
 		}
-		schema := &Schema{Version: 1, FromSeq: 1, Columns: cols}
-		if err := db.startActivation(ctx, tx, t, schema, len(cols)+1); err != nil {
+		if err := db.startActivation(ctx, tx, t, schema, len(schema.Columns)+1); err != nil {
 			return nil, nil, nil, err
 		}
 		apply := func() { db.tables[strings.ToLower(name)] = t }
@@ -183,6 +182,16 @@ func (db *DB) liveTable(name string) (*table, error) {
 		return nil, tableNotFound(name)
 	}
 	return t, nil
+}
+
+// NewSchema returns the schema a table created with specs gets: version 1, from seq 1,
+// columns numbered from 1. Errors as CreateTable's for bad columns.
+func NewSchema(specs []ColumnSpec) (*Schema, error) {
+	cols, err := buildColumns(specs, 1)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{Version: 1, FromSeq: 1, Columns: cols}, nil
 }
 
 // buildColumns validates specs and numbers them from firstID.

@@ -318,11 +318,16 @@ type idempotentCommit struct {
 }
 
 func (w *writer) lookupIdempotent(ctx context.Context, t *table, key string) (idempotentCommit, bool, error) {
+	return lookupIdempotent(ctx, w.conn, t.id, t.name, key)
+}
+
+// lookupIdempotent finds the commit an Idempotency-Key names in table tableID.
+func lookupIdempotent(ctx context.Context, conn *sql.Conn, tableID int64, tableName, key string) (idempotentCommit, bool, error) {
 	var r idempotentCommit
 	var act string
-	err := w.conn.QueryRowContext(ctx, `
+	err := conn.QueryRowContext(ctx, `
 		SELECT activation::VARCHAR, seq, schema_version, rows, bytes, committed_at, request_hash
-		FROM ducktail_catalog.commits WHERE table_id = ? AND idempotency_key = ? LIMIT 1`, t.id, key).
+		FROM ducktail_catalog.commits WHERE table_id = ? AND idempotency_key = ? LIMIT 1`, tableID, key).
 		Scan(&act, &r.commit.Position.Seq, &r.commit.SchemaVersion, &r.commit.Rows, &r.commit.Bytes, &r.commit.CommittedAt, &r.hash)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, false, nil
@@ -330,10 +335,33 @@ func (w *writer) lookupIdempotent(ctx context.Context, t *table, key string) (id
 	if err != nil {
 		return r, false, fmt.Errorf("idempotency lookup: %w", err)
 	}
-	r.commit.Position.TableID = t.id
+	r.commit.Position.TableID = tableID
 	r.commit.Position.Activation, err = uuid.Parse(act)
-	r.commit.TableName = t.name
+	r.commit.TableName = tableName
 	return r, true, err
+}
+
+// IdempotentCommit returns the commit that an earlier request with Idempotency-Key key
+// made in table, if any: the answer to a retry, found before the retry's body is even
+// decoded (its columns may have changed since). requestHash is compared with the first
+// request's: a different body under the same key is a CodeConflict *Error. found is
+// false when the table or the key is unknown. Append checks keys again, under the
+// writer, for retries that race their first request.
+func (db *DB) IdempotentCommit(ctx context.Context, table, key string, requestHash []byte) (c Commit, found bool, err error) {
+	info, err := db.Table(table)
+	if err != nil {
+		return Commit{}, false, nil
+	}
+	err = db.Read(ctx, func(tx *ReadTx) error {
+		r, ok, err := lookupIdempotent(ctx, tx.conn, info.ID, info.Name, key)
+		if err != nil || !ok {
+			return err
+		}
+		found = true
+		c, err = duplicateOf(r.commit, r.hash, &Batch{IdempotencyKey: key, RequestHash: requestHash})
+		return err
+	})
+	return c, found, err
 }
 
 // insertRows inserts the rows of every planned commit to t with one Arrow view scan: the
