@@ -54,7 +54,7 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
-		s.metrics.requests.WithLabelValues(r.Method, route, http.StatusText(status)).Inc()
+		s.metrics.requests.WithLabelValues(methodLabel(r.Method), route, http.StatusText(status)).Inc()
 		s.metrics.requestDuration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 		level := slog.LevelInfo
 		if status >= 500 {
@@ -74,6 +74,17 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 			slog.String(logKeyProto, r.Proto),
 		)
 	})
+}
+
+// methodLabel is r.Method for the methods HTTP defines and "other" for anything else, so
+// that clients cannot mint metric series with made-up methods.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
 }
 
 // routePattern is the chi route pattern that matched r ("/v1/tables/{table}/rows"), or

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -37,6 +38,18 @@ func (s *Server) tableSnapshot(w http.ResponseWriter, r *http.Request) {
 	format, contentType, err := snapshot.Negotiate(r.Header.Get("Accept"))
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	// A snapshot holds a reader connection while the client downloads it: bound how
+	// many run at once, so that slow downloads cannot take every connection from
+	// queries and stream resumes.
+	select {
+	case s.snapshots <- struct{}{}:
+		defer func() { <-s.snapshots }()
+	default:
+		e := statusError(http.StatusServiceUnavailable, "unavailable", fmt.Sprintf("%d snapshots are being downloaded; retry shortly", cap(s.snapshots)))
+		e.retryAfter = s.retryAfterSeconds()
+		s.writeError(w, r, e)
 		return
 	}
 	started := false
@@ -94,6 +107,10 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	s.metrics.queryDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		s.metrics.queryRefusals.WithLabelValues(string(store.ErrorCode(err))).Inc()
+		if store.ErrorCode(err) == store.CodeTooLarge {
+			// 413 is about the request; an over-large result is the query's fault.
+			err = statusError(http.StatusUnprocessableEntity, "too_large", err.Error())
+		}
 		s.writeError(w, r, err)
 		return
 	}

@@ -289,3 +289,47 @@ func TestMethodNotAllowedAndNotAcceptable(t *testing.T) {
 		t.Fatalf("Content-Type application/xml: %d %s", r.status, r.body)
 	}
 }
+
+func TestControlPlaneJSONIsStrict(t *testing.T) {
+	e := newEnv(t, options{})
+	for body, want := range map[string]string{
+		`{"purpose":"query","purpose":"admin"}`: `field \"purpose\" appears twice`,
+		`{"PURPOSE":"query"}`:                   `unknown field \"PURPOSE\"`,
+		`[]`:                                    "must be a JSON object",
+		`{"purpose":"query"} {}`:                "more than one JSON value",
+		`{"purpose":7}`:                         `field \"purpose\" must be a string`,
+	} {
+		r := e.do(t, "POST", "/v1/tokens", e.admin, []byte(body))
+		if r.status != 400 || !strings.Contains(string(r.body), want) {
+			t.Errorf("%s: %d %s, want 400 saying %s", body, r.status, r.body, want)
+		}
+	}
+	if n := len(e.db.Tokens()); n != 1 {
+		t.Fatalf("%d tokens after refused requests, want the admin token alone", n)
+	}
+	// Made-up methods do not mint metric series.
+	e.do(t, "XYZZY", "/healthz", "", nil)
+	if m := string(e.do(t, "GET", "/metrics", "", nil).body); strings.Contains(m, "XYZZY") || !strings.Contains(m, `method="other"`) {
+		t.Fatal("a made-up method became a metric label")
+	}
+}
+
+func TestSnapshotsAreBounded(t *testing.T) {
+	e := newEnv(t, options{api: func(c *api.Config) { c.MaxSnapshots = 1 }})
+	// 400,000 rows as JSON, ~20 MB: far more than loopback socket buffers hold, so the
+	// first download stays in progress while its client does not read.
+	e.ingest(t, "big?create=true", "application/vnd.apache.arrow.file", readFile(t, "flights-200k.arrow"), http.StatusCreated)
+	e.ingest(t, "big", "application/vnd.apache.arrow.file", readFile(t, "flights-200k.arrow"), http.StatusCreated)
+	slow := e.openStream(t, "/v1/tables/big/snapshot", e.admin, "Accept: application/json")
+	if slow.StatusCode != 200 {
+		t.Fatalf("first snapshot: %d", slow.StatusCode)
+	}
+	r := e.do(t, "GET", "/v1/tables/big/snapshot", e.admin, nil, "Accept: text/csv")
+	if r.status != 503 || r.header.Get("Retry-After") == "" {
+		t.Fatalf("second snapshot while the first downloads: %d", r.status)
+	}
+	if q := e.queryJSON(t, "SELECT count(*) AS n FROM big"); q.Rows[0]["n"].(json.Number).String() != "400000" {
+		t.Fatalf("query during a snapshot: %v", q.Rows)
+	}
+	slow.Body.Close()
+}

@@ -28,6 +28,7 @@ const (
 	DefaultStreamWriteTimeout = 30 * time.Second
 	DefaultRateLimit          = 500
 	DefaultRateBurst          = 1000
+	DefaultMaxSnapshots       = 8
 )
 
 // Config configures a Server.
@@ -47,6 +48,10 @@ type Config struct {
 	// past them requests get 429 with Retry-After. A negative RateLimit disables it.
 	RateLimit float64
 	RateBurst int
+	// MaxSnapshots bounds the table snapshots served at once; past it 503 with
+	// Retry-After. Keep it below the store's ReadConns, so that queries and stream
+	// resumes always find a reader connection.
+	MaxSnapshots int
 	// Logger defaults to slog.Default() with component=api.
 	Logger *slog.Logger
 	// Registry receives the server's Prometheus metrics; nil makes a new registry.
@@ -64,6 +69,8 @@ type Server struct {
 	metrics *metrics
 	limits  *tokenLimiters
 	router  chi.Router
+	// snapshots holds a token per table snapshot being served.
+	snapshots chan struct{}
 	// methods lists the methods of each route pattern, for the Allow header of 405s.
 	methods map[string][]string
 }
@@ -87,6 +94,9 @@ func NewServer(cfg Config, db *store.DB, hub *stream.Hub, reader *snapshot.Reade
 	if cfg.RateBurst <= 0 {
 		cfg.RateBurst = DefaultRateBurst
 	}
+	if cfg.MaxSnapshots <= 0 {
+		cfg.MaxSnapshots = DefaultMaxSnapshots
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default().With("component", "api")
 	}
@@ -97,6 +107,8 @@ func NewServer(cfg Config, db *store.DB, hub *stream.Hub, reader *snapshot.Reade
 		cfg: cfg, db: db, hub: hub, reader: reader, codec: hub.Codec, log: cfg.Logger,
 		metrics: newMetrics(cfg.Registry, hub),
 		limits:  newTokenLimiters(cfg.RateLimit, cfg.RateBurst),
+
+		snapshots: make(chan struct{}, cfg.MaxSnapshots),
 	}
 	s.router = s.routes()
 	s.methods = map[string][]string{}

@@ -1,11 +1,16 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ducktail/ducktail/store"
@@ -178,31 +183,101 @@ func (s *Server) dropColumn(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.tableJSON(info))
 }
 
-// decodeJSON decodes a JSON request body of at most MaxQueryBodyBytes into v, refusing
-// unknown fields and trailing data. Errors name the field: CodeInvalid, or CodeTooLarge.
+// decodeJSON decodes a JSON request body of at most MaxQueryBodyBytes into v, a pointer
+// to a struct: one JSON object (RFC 8259) whose keys are exactly v's JSON field names,
+// each at most once, with nothing after it. encoding/json alone would match keys
+// case-insensitively and let a repeated key win silently ({"purpose":"query",
+// "purpose":"admin"}). Errors name the field: CodeInvalid, or CodeTooLarge.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.MaxQueryBodyBytes))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	err := dec.Decode(v)
-	if err == nil {
-		if _, terr := dec.Token(); terr != io.EOF {
-			return &store.Error{Code: store.CodeInvalid, Message: "request body holds more than one JSON value"}
-		}
-		return nil
-	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxQueryBodyBytes))
 	var tooBig *http.MaxBytesError
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &tooBig):
+	if errors.As(err, &tooBig) {
 		return &store.Error{Code: store.CodeTooLarge, Message: fmt.Sprintf("request body is over %d bytes", tooBig.Limit)}
-	case errors.As(err, &typeErr):
-		return &store.Error{Code: store.CodeInvalid, Field: typeErr.Field, Message: fmt.Sprintf("field %q must be %s, not %s", typeErr.Field, typeErr.Type, typeErr.Value)}
-	case errors.As(err, &syntaxErr):
-		return &store.Error{Code: store.CodeInvalid, Message: fmt.Sprintf("request body is not valid JSON at byte %d: %v", syntaxErr.Offset, err)}
-	case errors.Is(err, io.EOF):
+	}
+	if err != nil {
+		return &store.Error{Code: store.CodeInvalid, Message: "reading the request body failed: " + err.Error()}
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
 		return &store.Error{Code: store.CodeInvalid, Message: "request body is empty; send a JSON object"}
 	}
-	return &store.Error{Code: store.CodeInvalid, Message: "bad request body: " + err.Error()}
+	if err := checkObjectKeys(body, jsonFieldNames(reflect.TypeOf(v).Elem())); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	err = dec.Decode(v)
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &typeErr):
+		return &store.Error{Code: store.CodeInvalid, Field: typeErr.Field, Message: fmt.Sprintf("field %q must be %s, not %s", typeErr.Field, jsonTypeName(typeErr.Type), typeErr.Value)}
+	case err != nil:
+		return &store.Error{Code: store.CodeInvalid, Message: "bad request body: " + err.Error()}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return &store.Error{Code: store.CodeInvalid, Message: "request body holds more than one JSON value"}
+	}
+	return nil
+}
+
+// checkObjectKeys checks that body is one JSON object whose keys are in names, each once.
+func checkObjectKeys(body []byte, names map[string]bool) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	syntax := func(err error) error {
+		return &store.Error{Code: store.CodeInvalid, Message: "request body is not valid JSON: " + err.Error()}
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return syntax(err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return &store.Error{Code: store.CodeInvalid, Message: "request body must be a JSON object"}
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return syntax(err)
+		}
+		key, _ := tok.(string)
+		if !names[key] {
+			return &store.Error{Code: store.CodeInvalid, Field: key, Message: fmt.Sprintf("unknown field %q; the fields are %s", key, strings.Join(slices.Sorted(maps.Keys(names)), ", "))}
+		}
+		if seen[key] {
+			return &store.Error{Code: store.CodeInvalid, Field: key, Message: fmt.Sprintf("field %q appears twice", key)}
+		}
+		seen[key] = true
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return syntax(err)
+		}
+	}
+	return nil
+}
+
+// jsonFieldNames returns the JSON names of a struct type's fields.
+func jsonFieldNames(t reflect.Type) map[string]bool {
+	names := map[string]bool{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		names[name] = true
+	}
+	return names
+}
+
+// jsonTypeName names a Go type the way a JSON client thinks of it.
+func jsonTypeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Bool:
+		return "true or false"
+	}
+	return "a number"
 }
