@@ -47,15 +47,23 @@ type Config struct {
 }
 
 // Driver is a golang-migrate database.Driver for DuckDB, which upstream golang-migrate does
-// not ship. It runs each migration in one DuckDB transaction, keeps one (version, dirty)
-// row in the migrations table, and locks in process only: a DuckDB file is opened
+// not ship. It runs each migration in one DuckDB transaction, keeps one (version, dirty,
+// error) row in the migrations table, and locks in process only: a DuckDB file is opened
 // read-write by one process at a time, so that process is the only possible migrator.
 // It passes github.com/golang-migrate/migrate/v4/database/testing.Test.
+//
+// golang-migrate marks a version dirty, runs its migration, then marks it clean, in three
+// steps. This driver also writes the clean version inside the migration's own
+// transaction, so a version left dirty by a crash (kill -9 mid-migration) was never
+// applied, and a failing migration records its error: Interrupted tells the two apart.
 type Driver struct {
 	db       *sql.DB
 	ownsDB   bool
 	config   Config
 	isLocked atomic.Bool
+	// pending is the version golang-migrate marked dirty before the next Run.
+	pending    int
+	hasPending bool
 }
 
 var _ database.Driver = (*Driver)(nil)
@@ -153,30 +161,64 @@ func (d *Driver) Run(migration io.Reader) error {
 	if strings.TrimSpace(query) == "" {
 		return nil
 	}
-	return d.inTx(func(tx *sql.Tx) error {
+	pending, hasPending := d.pending, d.hasPending
+	d.hasPending = false
+	err = d.inTx(func(tx *sql.Tx) error {
 		if _, err := tx.Exec(query); err != nil {
 			return database.Error{OrigErr: err, Err: "migration failed", Query: body}
 		}
+		if hasPending {
+			return d.writeVersion(tx, pending, false)
+		}
 		return nil
 	})
+	if err != nil && hasPending {
+		// Leave the version dirty, with the reason, for the next start to report.
+		rec := "UPDATE " + d.table() + " SET error = ?"
+		if _, rerr := d.db.Exec(rec, err.Error()); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+	}
+	return err
+}
+
+// Interrupted reports whether the dirty version was left by a migration that never ran
+// to its end (the process died) rather than one that failed, which recorded its error.
+// Because a migration and its clean version commit together, an interrupted migration
+// was not applied and may simply be run again. failure is the recorded error, if any.
+func (d *Driver) Interrupted() (interrupted bool, failure string, err error) {
+	query := "SELECT dirty, coalesce(error, '') FROM " + d.table() + " LIMIT 1"
+	var dirty bool
+	err = d.db.QueryRow(query).Scan(&dirty, &failure)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, "", nil
+	}
+	if err != nil {
+		return false, "", database.Error{OrigErr: err, Query: []byte(query)}
+	}
+	return dirty && failure == "", failure, nil
 }
 
 // SetVersion implements database.Driver: it replaces the version row in one transaction.
 // As the other golang-migrate drivers do, a dirty NilVersion is recorded too.
 func (d *Driver) SetVersion(version int, dirty bool) error {
-	return d.inTx(func(tx *sql.Tx) error {
-		del := "DELETE FROM " + d.table()
-		if _, err := tx.Exec(del); err != nil {
-			return database.Error{OrigErr: err, Query: []byte(del)}
+	d.pending, d.hasPending = version, dirty
+	return d.inTx(func(tx *sql.Tx) error { return d.writeVersion(tx, version, dirty) })
+}
+
+// writeVersion replaces the version row inside tx.
+func (d *Driver) writeVersion(tx *sql.Tx, version int, dirty bool) error {
+	del := "DELETE FROM " + d.table()
+	if _, err := tx.Exec(del); err != nil {
+		return database.Error{OrigErr: err, Query: []byte(del)}
+	}
+	if version >= 0 || (version == database.NilVersion && dirty) {
+		ins := "INSERT INTO " + d.table() + " (version, dirty) VALUES (?, ?)"
+		if _, err := tx.Exec(ins, int64(version), dirty); err != nil {
+			return database.Error{OrigErr: err, Query: []byte(ins)}
 		}
-		if version >= 0 || (version == database.NilVersion && dirty) {
-			ins := "INSERT INTO " + d.table() + " (version, dirty) VALUES (?, ?)"
-			if _, err := tx.Exec(ins, int64(version), dirty); err != nil {
-				return database.Error{OrigErr: err, Query: []byte(ins)}
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // Version implements database.Driver. It returns database.NilVersion and false when no
@@ -239,7 +281,7 @@ func (d *Driver) Drop() error {
 
 func (d *Driver) ensureVersionTable() error {
 	stmt := "CREATE SCHEMA IF NOT EXISTS " + quoteIdent(d.config.SchemaName) + ";" +
-		"CREATE TABLE IF NOT EXISTS " + d.table() + " (version BIGINT NOT NULL, dirty BOOLEAN NOT NULL)"
+		"CREATE TABLE IF NOT EXISTS " + d.table() + " (version BIGINT NOT NULL, dirty BOOLEAN NOT NULL, error VARCHAR)"
 	if _, err := d.db.Exec(stmt); err != nil {
 		return database.Error{OrigErr: err, Err: "create migrations table", Query: []byte(stmt)}
 	}

@@ -15,6 +15,7 @@ import (
 	"io/fs"
 
 	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 )
 
@@ -27,8 +28,10 @@ var files embed.FS
 // is outside the catalog schema so that a down migration of the catalog cannot drop it.
 const SchemaName = "ducktail_migrations"
 
-// ErrDirty is returned by Up when a previous migration failed part way: the catalog is in
-// an unknown state and the server must not start. Errors wrapping it name the version.
+// ErrDirty is returned by Up when a previous migration failed: the server must not
+// start. Errors wrapping it name the version and the recorded error. A migration that
+// was interrupted (the process died) is not an error: it did not apply, and Up runs it
+// again.
 var ErrDirty = errors.New("catalog schema is dirty")
 
 // Up applies every catalog migration newer than the recorded version to db, each in its
@@ -59,8 +62,23 @@ func up(db *sql.DB, fsys fs.FS) error {
 		return fmt.Errorf("read catalog version: %w", err)
 	}
 	if dirty {
-		return fmt.Errorf("%w at version %d: a previous migration failed part way; restore the data directory from a backup (or fix the catalog by hand and clear the dirty flag in %s.%s)",
-			ErrDirty, version, SchemaName, DefaultMigrationsTable)
+		interrupted, failure, err := drv.Interrupted()
+		if err != nil {
+			return fmt.Errorf("read catalog version: %w", err)
+		}
+		if !interrupted {
+			return fmt.Errorf("%w at version %d: migration %d failed (%s); restore the data directory from a backup (or fix the catalog by hand and clear the dirty flag in %s.%s)",
+				ErrDirty, version, version, failure, SchemaName, DefaultMigrationsTable)
+		}
+		// The process died during migration version: it was not applied (Driver), so
+		// go back to the version before it and migrate again.
+		prev := database.NilVersion
+		if p, err := src.Prev(uint(version)); err == nil {
+			prev = int(p)
+		}
+		if err := m.Force(prev); err != nil {
+			return fmt.Errorf("recover from interrupted migration %d: %w", version, err)
+		}
 	}
 	err = m.Up()
 	if err == nil || errors.Is(err, migrate.ErrNoChange) {

@@ -44,7 +44,31 @@ func TestFailedMigrationNamesVersionAndBlocksStart(t *testing.T) {
 		t.Fatal("failed migration was not rolled back: table b exists")
 	}
 	err = up(db, bad)
-	if !errors.Is(err, ErrDirty) || !strings.Contains(err.Error(), "version 2") {
-		t.Fatalf("up on dirty catalog = %v, want ErrDirty at version 2", err)
+	if !errors.Is(err, ErrDirty) || !strings.Contains(err.Error(), "version 2") || !strings.Contains(err.Error(), "no_such_table") {
+		t.Fatalf("up on dirty catalog = %v, want ErrDirty at version 2 with the recorded error", err)
+	}
+}
+
+// TestInterruptedMigrationIsRunAgain leaves a version dirty as a process killed during
+// its migration would (marked dirty, migration never committed), then migrates again.
+func TestInterruptedMigrationIsRunAgain(t *testing.T) {
+	db := openDB(t)
+	drv, err := WithInstance(db, &Config{SchemaName: SchemaName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drv.SetVersion(1, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := Up(db); err != nil {
+		t.Fatalf("Up after an interrupted first migration: %v", err)
+	}
+	version, dirty, err := drv.Version()
+	if err != nil || dirty || version != 1 {
+		t.Fatalf("version %d dirty %v err %v, want 1 clean", version, dirty, err)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'ducktail_catalog'`).Scan(&n); err != nil || n != 6 {
+		t.Fatalf("catalog tables = %d (%v), want 6", n, err)
 	}
 }
