@@ -4,10 +4,10 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -57,17 +57,13 @@ const (
 
 // EnsureSelfSignedCert returns the certificate and key files under dir, creating a
 // self-signed ECDSA P-256 certificate valid for ten years for localhost, 127.0.0.1, ::1
-// and hosts when they do not exist yet (the key file with mode 0600). created says
-// whether it made them. Errors: file system errors.
+// and hosts when they do not exist yet or do not hold a usable pair (a crash while they
+// were written). The files are written to temporary names and renamed into place, the key
+// with mode 0600. created says whether it made them. Errors: file system errors.
 func EnsureSelfSignedCert(dir string, hosts []string) (certFile, keyFile string, created bool, err error) {
 	certFile, keyFile = filepath.Join(dir, SelfSignedCertFile), filepath.Join(dir, SelfSignedKeyFile)
-	_, certErr := os.Stat(certFile)
-	_, keyErr := os.Stat(keyFile)
-	if certErr == nil && keyErr == nil {
+	if _, err := tls.LoadX509KeyPair(certFile, keyFile); err == nil {
 		return certFile, keyFile, false, nil
-	}
-	if !errors.Is(certErr, os.ErrNotExist) && certErr != nil {
-		return "", "", false, certErr
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", "", false, err
@@ -107,11 +103,37 @@ func EnsureSelfSignedCert(dir string, hosts []string) (certFile, keyFile string,
 	if err != nil {
 		return "", "", false, err
 	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := writeFileAtomic(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		return "", "", false, err
 	}
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+	if err := writeFileAtomic(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
 		return "", "", false, err
 	}
 	return certFile, keyFile, true, nil
+}
+
+// writeFileAtomic writes data to a temporary file beside path, syncs it and renames it
+// to path, so that path holds either the old content or all of the new.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }

@@ -240,3 +240,21 @@ func TestShutdownDrainsStreams(t *testing.T) {
 		t.Fatal("shutdown did not finish")
 	}
 }
+
+func TestCorruptSelfSignedCertificateIsRemade(t *testing.T) {
+	st := startStack(t)
+	st.stop(t)
+	os.WriteFile(filepath.Join(st.dir, tlsDir, "cert.pem"), nil, 0o644)
+	st.start(t)
+	st.admin = strings.TrimSpace(string(must(os.ReadFile(filepath.Join(st.dir, adminTokenFile)))))
+	if out := st.cli(t, "table", "list"); !strings.Contains(out, "NAME") {
+		t.Fatalf("after remaking the certificate: %s", out)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -86,7 +88,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Store.Path = filepath.Join(m.DataDir, databaseFile)
 	m.Store.Publisher = m.Hub
 	m.Store.Logger = m.Logger.With("component", "store")
-	if err := m.Store.Open(ctx); err != nil {
+	if err := m.openStore(ctx); err != nil {
 		return err
 	}
 	m.Hub.DB = m.Store
@@ -103,6 +105,22 @@ func (m *Main) Run(ctx context.Context) error {
 	handler := api.NewServer(m.API, m.Store, m.Hub, m.Reader)
 	m.http = api.NewHTTPServer(m.Addr, handler, m.Plaintext)
 	m.http.ErrorLog = slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn)
+	cert, key := m.TLSCert, m.TLSKey
+	if !m.Plaintext {
+		if cert == "" || key == "" {
+			var created bool
+			var err error
+			if cert, key, created, err = api.EnsureSelfSignedCert(filepath.Join(m.DataDir, tlsDir), nil); err != nil {
+				return fmt.Errorf("self-signed certificate: %w", err)
+			}
+			if created {
+				m.Logger.Info("created a self-signed TLS certificate", "cert", cert)
+			}
+		}
+		if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
+			return fmt.Errorf("TLS certificate: %w", err)
+		}
+	}
 	ln, err := net.Listen("tcp", m.Addr)
 	if err != nil {
 		return err
@@ -117,21 +135,33 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.Plaintext {
 		go func() { m.served <- m.http.Serve(ln) }()
 	} else {
-		cert, key := m.TLSCert, m.TLSKey
-		if cert == "" || key == "" {
-			var created bool
-			if cert, key, created, err = api.EnsureSelfSignedCert(filepath.Join(m.DataDir, tlsDir), nil); err != nil {
-				return fmt.Errorf("self-signed certificate: %w", err)
-			}
-			if created {
-				m.Logger.Info("created a self-signed TLS certificate", "cert", cert)
-			}
-		}
 		go func() { m.served <- m.http.ServeTLS(ln, cert, key) }()
 	}
 	m.Logger.Info("ducktail serving", "url", m.URL, "data_dir", m.DataDir, "version", version)
 	return nil
 }
+
+// openStore opens the store, retrying for a few seconds while another process still
+// holds the database file's lock: right after a kill -9 the old process may not be gone
+// yet, and a supervisor restarting at once should not fail on that.
+func (m *Main) openStore(ctx context.Context) error {
+	deadline := time.Now().Add(lockWait)
+	for {
+		err := m.Store.Open(ctx)
+		if err == nil || !strings.Contains(err.Error(), "Conflicting lock") || time.Now().After(deadline) {
+			return err
+		}
+		m.Logger.Warn("the database file is locked by another process; retrying", "err", err)
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// lockWait is how long Run waits for another process's lock on the database file.
+const lockWait = 5 * time.Second
 
 // hostPort renders a listen address as a URL host, "localhost:port" for wildcard binds.
 func hostPort(a net.Addr) string {
