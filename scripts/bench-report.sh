@@ -8,7 +8,7 @@ cat <<HEAD
 # Benchmarks
 
 Measured by \`make bench\` on $(date -u +%Y-%m-%d) — $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')),
-$(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(go version | cut -d' ' -f3), DuckDB $(go list -m -f '{{.Version}}' github.com/duckdb/duckdb-go/v2) (duckdb-go).
+$(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(go version | cut -d' ' -f3), duckdb-go $(go list -m -f '{{.Version}}' github.com/duckdb/duckdb-go/v2) (DuckDB 1.5).
 Everything runs on this one machine: the server and its clients share its cores, over
 loopback TCP. Rows are real: the first rows of the BTS 3M-row flights file
 (\`make bench-data\`), widened to ten columns (TIMESTAMP, DATE, 2×BIGINT, 2×DOUBLE,
