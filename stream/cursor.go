@@ -51,6 +51,7 @@ const (
 // CursorError is returned by DecodeCursor; Reason is one of the Reason* constants.
 type CursorError struct{ Reason string }
 
+// Error implements error: "unusable cursor: <reason>".
 func (e *CursorError) Error() string { return "unusable cursor: " + e.Reason }
 
 // Codec encodes positions as opaque cursors and decodes them back, authenticating them
