@@ -81,15 +81,16 @@ type Result struct {
 
 // Table writes a consistent snapshot of one table to w in format f (package comment).
 // One read transaction reads the table's head position first (which fixes the
-// transaction's snapshot), then every row of the table's view (store.TableSQL), so the
+// transaction's snapshot), then every row of the table (store.ReadTx.ScanTable), so the
 // rows are exactly those of the commits up to that position. head, when not nil, is
 // called with the position after the rows were read and before the first byte is
 // written, so that the caller can send the cursor as a header; JSON bodies also carry it
 // as "cursor". Errors returned before head was called: CodeNotFound (unknown table),
 // CodeInvalid (unknown format), ctx errors, store errors. An error after head was called
 // means the body written so far is incomplete, although a truncated NDJSON, CSV or Arrow
-// body can look complete: the caller must abort the response, not end it normally. The
-// whole table is materialized by DuckDB before the first byte is written.
+// body can look complete: the caller must abort the response, not end it normally.
+// DuckDB materializes one chunk of DefaultScanChunkRows rows at a time, so a snapshot of
+// any size streams with bounded memory.
 func (r *Reader) Table(ctx context.Context, table string, f Format, w io.Writer, head func(store.Position)) error {
 	if err := f.check(); err != nil {
 		return err
@@ -100,7 +101,7 @@ func (r *Reader) Table(ctx context.Context, table string, f Format, w io.Writer,
 		if err != nil {
 			return err
 		}
-		return tx.QueryArrow(ctx, store.TableSQL(info.Name), nil, func(rr array.RecordReader) error {
+		return tx.ScanTable(ctx, info, store.DefaultScanChunkRows, func(rr array.RecordReader) error {
 			if head != nil {
 				head(info.Head)
 			}

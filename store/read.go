@@ -115,9 +115,3 @@ func (tx *ReadTx) QueryString(ctx context.Context, query string, args ...any) (s
 	err := tx.conn.QueryRowContext(ctx, query, args...).Scan(&s)
 	return s, err
 }
-
-// TableSQL returns the SQL that selects every user column of a live table, in order, as
-// users see it: the table's view in schema main.
-func TableSQL(name string) string {
-	return "SELECT * FROM main." + QuoteIdent(name)
-}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/ducktail/ducktail/store"
 )
@@ -153,3 +154,53 @@ func TestSchemaChangeErrors(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// TestScanTableReadsEveryRowInOrderInChunks scans a table of several chunks (tiny chunks
+// here) and an empty one.
+func TestScanTableReadsEveryRowInOrderInChunks(t *testing.T) {
+	db, _ := openDB(t, "")
+	ctx := context.Background()
+	if _, err := db.CreateTable(ctx, "t", []store.ColumnSpec{{Name: "a", Type: "BIGINT"}, {Name: "b", Type: "BIGINT"}}); err != nil {
+		t.Fatal(err)
+	}
+	scan := func() []string {
+		var got []string
+		err := db.Read(ctx, func(tx *store.ReadTx) error {
+			info, err := tx.Table(ctx, "t")
+			if err != nil {
+				return err
+			}
+			return tx.ScanTable(ctx, info, 7, func(rr array.RecordReader) error {
+				if rr.Schema().NumFields() != 2 || rr.Schema().Field(1).Name != "b" {
+					return fmt.Errorf("schema %s", rr.Schema())
+				}
+				for rr.Next() {
+					rec := rr.RecordBatch()
+					for i := 0; i < int(rec.NumRows()); i++ {
+						got = append(got, rec.Column(0).ValueStr(i))
+					}
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := scan(); len(got) != 0 {
+		t.Fatalf("empty table scanned %v", got)
+	}
+	for i := 0; i < 5; i++ {
+		appendRows(t, db, "t", 9, float64(i*9))
+	}
+	got := scan()
+	if len(got) != 45 {
+		t.Fatalf("scanned %d rows, want 45", len(got))
+	}
+	for i, v := range got {
+		if v != fmt.Sprint(i) {
+			t.Fatalf("row %d = %s: %v", i, v, got)
+		}
+	}
+}
