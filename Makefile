@@ -23,8 +23,12 @@ run: build
 test: vet
 	$(GO) test -race -tags $(TAGS) -count=1 -timeout 30m ./...
 
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+## vet: go vet and staticcheck
 vet:
 	$(GO) vet -tags $(TAGS) ./...
+	$(GO) run $(STATICCHECK) -tags $(TAGS) ./...
 
 ## bench: Go benchmarks; writes docs/benchmarks.md with the numbers and the method
 bench: bench-data
