@@ -62,9 +62,9 @@ func newColumnBuilder(t store.Type) (columnBuilder, error) {
 	case store.TypeBlob:
 		return &binaryBuilder{dt: dt, offsets: []int32{0}, blob: true}, nil
 	case store.TypeDate:
-		return &dateBuilder{fixedBuilder[int32]{dt: dt}}, nil
+		return &textBuilder[int32]{fixedBuilder: fixedBuilder[int32]{dt: dt}, typ: store.TypeDate, form: "YYYY-MM-DD", parse: parseDate}, nil
 	case store.TypeTime:
-		return &timeBuilder{fixedBuilder[int64]{dt: dt}}, nil
+		return &textBuilder[int64]{fixedBuilder: fixedBuilder[int64]{dt: dt}, typ: store.TypeTime, form: "HH:MM:SS[.ffffff]", parse: parseTime}, nil
 	case store.TypeTimestamp, store.TypeTimestampTZ:
 		return &timestampBuilder{fixedBuilder[int64]{dt: dt}, t}, nil
 	}
@@ -382,56 +382,37 @@ func (b *binaryBuilder) finish() arrow.Array {
 	return newArray(b.dt, n, []*memory.Buffer{b.valid.buffer(), memory.NewBufferBytes(arrow.GetBytes(b.offsets)), memory.NewBufferBytes(b.data)}, b.valid.nulls)
 }
 
-// dateBuilder builds DATE columns (date32: days since 1970-01-01) from "YYYY-MM-DD".
-type dateBuilder struct{ fixedBuilder[int32] }
+// textBuilder builds a fixed-width column of values written as JSON strings or CSV
+// text and read by parse: DATE (date32, days since 1970-01-01, "YYYY-MM-DD") and TIME
+// (time64[us], microseconds since midnight, "HH:MM[:SS[.ffffff]]").
+type textBuilder[T int32 | int64] struct {
+	fixedBuilder[T]
+	typ store.Type
+	// form is the accepted text form, for error messages.
+	form  string
+	parse func(string) (T, bool)
+}
 
-func (b *dateBuilder) appendText(s string) error { return b.parse(trimSpace(s), shown{text: s}) }
+func (b *textBuilder[T]) appendText(s string) error { return b.append(trimSpace(s), shown{text: s}) }
 
-func (b *dateBuilder) appendJSON(v jsonValue) error {
+func (b *textBuilder[T]) appendJSON(v jsonValue) error {
 	switch v.kind {
 	case jsonNull:
 		b.appendNull()
 		return nil
 	case jsonString:
-		return b.parse(v.text, v.shown())
+		return b.append(v.text, v.shown())
 	}
-	return jsonTypeError(v, store.TypeDate)
+	return jsonTypeError(v, b.typ)
 }
 
-// parse appends the date s, or returns the error for it, showing in.
-func (b *dateBuilder) parse(s string, in shown) error {
-	d, ok := parseDate(s)
+// append appends the value s, or returns the error for it, showing in.
+func (b *textBuilder[T]) append(s string, in shown) error {
+	v, ok := b.parse(s)
 	if !ok {
-		return valueError("value " + in.String() + " is not a DATE (YYYY-MM-DD)")
+		return valueError("value " + in.String() + " is not a " + string(b.typ) + " (" + b.form + ")")
 	}
-	b.push(d)
-	return nil
-}
-
-// timeBuilder builds TIME columns (time64[us]: microseconds since midnight) from
-// "HH:MM[:SS[.ffffff]]".
-type timeBuilder struct{ fixedBuilder[int64] }
-
-func (b *timeBuilder) appendText(s string) error { return b.parse(trimSpace(s), shown{text: s}) }
-
-func (b *timeBuilder) appendJSON(v jsonValue) error {
-	switch v.kind {
-	case jsonNull:
-		b.appendNull()
-		return nil
-	case jsonString:
-		return b.parse(v.text, v.shown())
-	}
-	return jsonTypeError(v, store.TypeTime)
-}
-
-// parse appends the time s, or returns the error for it, showing in.
-func (b *timeBuilder) parse(s string, in shown) error {
-	t, ok := parseTime(s)
-	if !ok {
-		return valueError("value " + in.String() + " is not a TIME (HH:MM:SS[.ffffff])")
-	}
-	b.push(t)
+	b.push(v)
 	return nil
 }
 
