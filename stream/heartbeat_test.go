@@ -81,3 +81,35 @@ func TestMaxStreamAgeAndTokenExpiry(t *testing.T) {
 		}
 	})
 }
+
+// TestLifetimesEndBusyStreams: token expiry and max stream age end a stream that never
+// waits because batches keep coming.
+func TestLifetimesEndBusyStreams(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, func(h *stream.Hub) {
+			h.HeartbeatInterval = time.Hour
+			h.MaxStreamAge = 0
+		})
+		f.tok.ExpiresAt = time.Now().Add(5 * time.Second)
+		s := f.subscribe(t, stream.FramingSSE, stream.EncodingArrow, "")
+		s.Next(context.Background())
+		for i := 0; ; i++ {
+			time.Sleep(time.Second)
+			f.ingest(t, i, 1)
+			synctest.Wait()
+			fr, err := s.Next(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := parseFrame(t, fr.Bytes); e.event == "failure" {
+				if !strings.Contains(e.data, "token_expired") || i < 4 || i > 5 {
+					t.Fatalf("at %d s: %+v", i+1, e)
+				}
+				return
+			}
+			if i > 10 {
+				t.Fatal("a busy stream outlived its token")
+			}
+		}
+	})
+}

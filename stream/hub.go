@@ -208,6 +208,7 @@ type SubscribeRequest struct {
 // Subscribe registers a subscription's live queue on req.Table, before anything is read, so
 // that no commit after the baseline or the replay range can be missed (DESIGN.md, "The
 // stream"). Errors, all before HTTP 200: a CodeNotFound *store.Error for an unknown table,
+// a CodeUnauthorized one for a token revoked or expired since it was authenticated,
 // ErrDraining, ErrAdmission, ErrTokenStreams.
 func (h *Hub) Subscribe(req SubscribeRequest) (*Session, error) {
 	info, err := h.DB.Table(req.Table)
@@ -216,6 +217,12 @@ func (h *Hub) Subscribe(req SubscribeRequest) (*Session, error) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	// Check the token again under the lock: a revocation applied after the caller
+	// authenticated, and published before this session registered, would otherwise be
+	// missed (the store applies a revocation before publishing it, and fanOut holds mu).
+	if err := h.tokenValid(req.Token.ID); err != nil {
+		return nil, err
+	}
 	switch {
 	case h.draining:
 		return nil, ErrDraining
@@ -234,6 +241,21 @@ func (h *Hub) Subscribe(req SubscribeRequest) (*Session, error) {
 	}
 	subs[s] = struct{}{}
 	return s, nil
+}
+
+// tokenValid returns the store's error for a token revoked or expired since it was
+// authenticated.
+func (h *Hub) tokenValid(id string) error {
+	t, err := h.DB.LookupToken(id)
+	switch {
+	case err != nil:
+		return &store.Error{Code: store.CodeUnauthorized, Message: "unknown token", Err: store.ErrTokenUnknown}
+	case !t.RevokedAt.IsZero():
+		return &store.Error{Code: store.CodeUnauthorized, Message: "token revoked", Err: store.ErrTokenRevoked}
+	case t.Expired(time.Now()):
+		return &store.Error{Code: store.CodeUnauthorized, Message: "token expired", Err: store.ErrTokenExpired}
+	}
+	return nil
 }
 
 // remove unregisters s; called once by Session.Close.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -354,7 +355,12 @@ func TestDrainAndRevocation(t *testing.T) {
 	if e := parseFrame(t, next(t, s).Bytes); e.event != "failure" || !strings.Contains(e.data, `"code":"token_revoked"`) {
 		t.Fatalf("after revoke: %+v", e)
 	}
+	// A token revoked after it was authenticated cannot open a stream.
+	if _, err := f.hub.Subscribe(stream.SubscribeRequest{Table: "t", Token: f.tok}); !errors.Is(err, store.ErrTokenRevoked) {
+		t.Fatalf("Subscribe with a revoked token: %v", err)
+	}
 
+	f.tok, _, _ = f.db.CreateToken(ctx, store.PurposeStream, "", 0)
 	s2 := f.subscribe(t, stream.FramingSSE, stream.EncodingArrow, "")
 	next(t, s2)
 	done := make(chan error, 1)
@@ -368,7 +374,27 @@ func TestDrainAndRevocation(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.hub.Subscribe(stream.SubscribeRequest{Table: "t", Token: f.tok}); err != stream.ErrDraining {
+	if _, err := f.hub.Subscribe(stream.SubscribeRequest{Table: "t", Token: f.tok}); !errors.Is(err, stream.ErrDraining) {
 		t.Fatalf("Subscribe while draining: %v", err)
+	}
+}
+
+// TestCommitBeforeAResetDoesNotEndALaterStream: a commit of the old activation still in
+// the queue of a stream whose baseline is already the new activation is skipped, not
+// taken for a reset of the stream's own activation.
+func TestCommitBeforeAResetDoesNotEndALaterStream(t *testing.T) {
+	f := newFixture(t, nil)
+	s := f.subscribe(t, stream.FramingSSE, stream.EncodingArrow, "")
+	f.ingest(t, 1, 1)
+	if _, err := f.db.ResetTable(context.Background(), "t"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // let the dispatcher queue both
+	if e := parseFrame(t, next(t, s).Bytes); e.event != "schema" {
+		t.Fatalf("first: %+v", e)
+	}
+	c := f.ingest(t, 2, 1)
+	if e := parseFrame(t, next(t, s).Bytes); e.event != "batch" || e.id != f.hub.Codec.Encode(c.Position) {
+		t.Fatalf("after the reset: %+v, want the new activation's first batch", e)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -17,6 +18,9 @@ const (
 	replayFirstChunkCommits = 8
 	replayChunkCommits      = 256
 	replayChunkRows         = 256 << 10
+	// replayChunkBytes bounds a chunk by the commits' request sizes, a measure of their
+	// decoded size, so that wide rows do not make a chunk of hundreds of megabytes.
+	replayChunkBytes = 16 << 20
 )
 
 // replay is the remaining replay of a resumed session: commits after the session's
@@ -131,10 +135,10 @@ func (s *Session) replayNext(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		var rows int64
+		var rows, bytes int64
 		for i, c := range commits {
-			rows += c.Rows
-			if rows > replayChunkRows && i > 0 {
+			rows, bytes = rows+c.Rows, bytes+c.Bytes
+			if (rows > replayChunkRows || bytes > replayChunkBytes) && i > 0 {
 				commits = commits[:i]
 				break
 			}
@@ -163,6 +167,7 @@ func (s *Session) replayNext(ctx context.Context) error {
 				Commit: CommitMeta{Position: pos, Rows: c.Rows, CommittedAt: c.CommittedAt, Replayed: true},
 			})
 			s.pos = pos
+			s.lastData = time.Now()
 			return nil
 		})
 	})

@@ -126,6 +126,11 @@ func (s *Session) Next(ctx context.Context) (Frame, error) {
 			s.out = append(s.out, f)
 			continue
 		}
+		// Lifetimes end a busy stream too, not only one that waits.
+		if what, passed := s.lifetimePassed(time.Now()); passed {
+			s.out = append(s.out, s.dueFrame(what))
+			continue
+		}
 		if !s.started {
 			s.started = true
 			s.lastData = time.Now()
@@ -168,21 +173,35 @@ const (
 	dueIdle
 )
 
+// nextLifetime returns the earliest lifetime limit of the stream and which it is: the
+// token's expiry, max_stream_age, or idle_timeout counted from the last data; ok is false
+// when none applies.
+func (s *Session) nextLifetime() (at time.Time, what due, ok bool) {
+	consider := func(t time.Time, w due) {
+		if !t.IsZero() && (!ok || t.Before(at)) {
+			at, what, ok = t, w, true
+		}
+	}
+	consider(s.token.ExpiresAt, dueTokenExpiry)
+	consider(s.deadline, dueMaxAge)
+	if s.hub.IdleTimeout > 0 && !s.lastData.IsZero() {
+		consider(s.lastData.Add(s.hub.IdleTimeout), dueIdle)
+	}
+	return at, what, ok
+}
+
+// lifetimePassed reports whether a lifetime limit has passed at now.
+func (s *Session) lifetimePassed(now time.Time) (due, bool) {
+	at, what, ok := s.nextLifetime()
+	return what, ok && !now.Before(at)
+}
+
 // wait blocks until the queue has something, a deadline passes (adding a heartbeat or a
 // terminal frame to out) or ctx ends.
 func (s *Session) wait(ctx context.Context) error {
-	h := s.hub
-	at, what := time.Now().Add(h.HeartbeatInterval), dueHeartbeat
-	if !s.deadline.IsZero() && s.deadline.Before(at) {
-		at, what = s.deadline, dueMaxAge
-	}
-	if !s.token.ExpiresAt.IsZero() && s.token.ExpiresAt.Before(at) {
-		at, what = s.token.ExpiresAt, dueTokenExpiry
-	}
-	if h.IdleTimeout > 0 {
-		if idle := s.lastData.Add(h.IdleTimeout); idle.Before(at) {
-			at, what = idle, dueIdle
-		}
+	at, what := time.Now().Add(s.hub.HeartbeatInterval), dueHeartbeat
+	if limit, w, ok := s.nextLifetime(); ok && limit.Before(at) {
+		at, what = limit, w
 	}
 	d := max(time.Until(at), 0)
 	if s.timer == nil {
@@ -253,8 +272,9 @@ func (s *Session) deliver(it item) bool {
 		return s.appendSchema(e.Schema)
 	case store.EventCommit:
 		if e.Position.Activation != s.pos.Activation {
-			s.out = append(s.out, terminalFrame(s.framing, EventRefreshRequired, store.ReasonTableReset, 0, ""))
-			return false
+			// A commit of an activation that ended before this stream's baseline; an end
+			// of the stream's own activation always arrives first as EventActivationEnded.
+			return true
 		}
 		if e.Position.Seq <= s.pos.Seq {
 			return true // covered by the baseline or the replay
