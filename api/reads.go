@@ -43,15 +43,10 @@ func (s *Server) tableSnapshot(w http.ResponseWriter, r *http.Request) {
 	// A snapshot holds a reader connection while the client downloads it: bound how
 	// many run at once, so that slow downloads cannot take every connection from
 	// queries and stream resumes.
-	select {
-	case s.snapshots <- struct{}{}:
-		defer func() { <-s.snapshots }()
-	default:
-		e := statusError(http.StatusServiceUnavailable, "unavailable", fmt.Sprintf("%d snapshots are being downloaded; retry shortly", cap(s.snapshots)))
-		e.retryAfter = s.retryAfterSeconds()
-		s.writeError(w, r, e)
+	if !s.acquire(w, r, s.snapshots, "snapshots are being downloaded") {
 		return
 	}
+	defer func() { <-s.snapshots }()
 	started := false
 	out := deadlineWriter{w: w, wd: &writeDeadline{s: s, rc: http.NewResponseController(w)}}
 	err = s.reader.Table(r.Context(), name, format, out, func(head store.Position) {
@@ -100,6 +95,13 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// A query holds a reader connection for as long as it runs: bound how many run at
+	// once, so that slow queries cannot take every connection from snapshots and stream
+	// resumes.
+	if !s.acquire(w, r, s.queries, "queries are running") {
+		return
+	}
+	defer func() { <-s.queries }()
 	start := time.Now()
 	res, err := s.reader.Query(r.Context(), req.SQL, req.Params, format, func(table string) bool {
 		return tok.Allows(store.PurposeQuery, table)
@@ -142,4 +144,18 @@ type deadlineWriter struct {
 func (d deadlineWriter) Write(p []byte) (int, error) {
 	d.wd.extend()
 	return d.w.Write(p)
+}
+
+// acquire takes a slot of sem, or answers 503 with Retry-After when all are taken; what
+// says what holds them.
+func (s *Server) acquire(w http.ResponseWriter, r *http.Request, sem chan struct{}, what string) bool {
+	select {
+	case sem <- struct{}{}:
+		return true
+	default:
+		e := statusError(http.StatusServiceUnavailable, "unavailable", fmt.Sprintf("%d %s; retry shortly", cap(sem), what))
+		e.retryAfter = s.retryAfterSeconds()
+		s.writeError(w, r, e)
+		return false
+	}
 }

@@ -28,7 +28,8 @@ const (
 	DefaultStreamWriteTimeout = 30 * time.Second
 	DefaultRateLimit          = 500
 	DefaultRateBurst          = 1000
-	DefaultMaxSnapshots       = 8
+	DefaultMaxSnapshots       = 6
+	DefaultMaxQueries         = 6
 )
 
 // Config configures a Server.
@@ -52,6 +53,10 @@ type Config struct {
 	// Retry-After. Keep it below the store's ReadConns, so that queries and stream
 	// resumes always find a reader connection.
 	MaxSnapshots int
+	// MaxQueries bounds the queries run at once; past it 503 with Retry-After. Keep
+	// MaxSnapshots + MaxQueries below the store's ReadConns, so that stream resumes
+	// always find a reader connection.
+	MaxQueries int
 	// Logger defaults to slog.Default() with component=api.
 	Logger *slog.Logger
 	// Registry receives the server's Prometheus metrics; nil makes a new registry.
@@ -69,8 +74,9 @@ type Server struct {
 	metrics *metrics
 	limits  *tokenLimiters
 	router  chi.Router
-	// snapshots holds a token per table snapshot being served.
+	// snapshots and queries hold a token per table snapshot or query being served.
 	snapshots chan struct{}
+	queries   chan struct{}
 	// methods lists the methods of each route pattern, for the Allow header of 405s.
 	methods map[string][]string
 }
@@ -97,6 +103,9 @@ func NewServer(cfg Config, db *store.DB, hub *stream.Hub, reader *snapshot.Reade
 	if cfg.MaxSnapshots <= 0 {
 		cfg.MaxSnapshots = DefaultMaxSnapshots
 	}
+	if cfg.MaxQueries <= 0 {
+		cfg.MaxQueries = DefaultMaxQueries
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default().With("component", "api")
 	}
@@ -109,6 +118,7 @@ func NewServer(cfg Config, db *store.DB, hub *stream.Hub, reader *snapshot.Reade
 		limits:  newTokenLimiters(cfg.RateLimit, cfg.RateBurst),
 
 		snapshots: make(chan struct{}, cfg.MaxSnapshots),
+		queries:   make(chan struct{}, cfg.MaxQueries),
 	}
 	s.router = s.routes()
 	s.methods = map[string][]string{}

@@ -119,9 +119,10 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 			}
 			return
 		}
-		// Frames that are ready together go out in one write.
+		// Small frames that are ready together go out in one write; a large frame goes
+		// out as it is, the bytes shared with the other subscribers.
 		out, frames := f.Bytes, []stream.Frame{f}
-		if sess.Buffered() && !f.Terminal {
+		if sess.Buffered() && !f.Terminal && len(f.Bytes) < maxCoalescedWrite {
 			buf = append(buf[:0], f.Bytes...)
 			for sess.Buffered() && len(buf) < maxCoalescedWrite && !f.Terminal {
 				if f, err = sess.Next(ctx); err != nil {
@@ -145,6 +146,9 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 		}
 		if err != nil || frames[len(frames)-1].Terminal {
 			return
+		}
+		if cap(buf) > 2*maxCoalescedWrite {
+			buf = nil
 		}
 	}
 }

@@ -49,7 +49,8 @@ func addAPIFlags(f *pflag.FlagSet, c *api.Config) {
 	f.StringSliceVar(&c.CORSOrigins, "cors-origin", nil, "browser origin allowed to call the API and open streams (repeatable; * for any)")
 	f.Float64Var(&c.RateLimit, "rate-limit", api.DefaultRateLimit, "requests per second per token (negative: unlimited)")
 	f.IntVar(&c.RateBurst, "rate-burst", api.DefaultRateBurst, "request burst per token")
-	f.IntVar(&c.MaxSnapshots, "max-snapshots", api.DefaultMaxSnapshots, "table snapshots served at once (past it: 503 with Retry-After); keep below --read-conns")
+	f.IntVar(&c.MaxSnapshots, "max-snapshots", api.DefaultMaxSnapshots, "table snapshots served at once (past it: 503 with Retry-After)")
+	f.IntVar(&c.MaxQueries, "max-queries", api.DefaultMaxQueries, "queries run at once (past it: 503 with Retry-After); keep --max-snapshots + --max-queries below --read-conns")
 }
 
 // newLogger returns a slog logger writing to w at level in format text or json.
