@@ -85,10 +85,9 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 		s.ingestFailed(w, r, err)
 		return
 	}
-	batch.Table = info.Name
 	// A schema change between decoding and committing is retried once with the new schema.
 	for attempt := 0; ; attempt++ {
-		batch.SchemaVersion = info.Schema.Version
+		batch.Table, batch.TableID, batch.SchemaVersion = info.Name, info.ID, info.Schema.Version
 		batch.Record = rec
 		if batch.Record == nil {
 			if batch.Record, err = dec.Decode(body, &info.Schema); err != nil {

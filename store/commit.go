@@ -13,6 +13,10 @@ import (
 type Batch struct {
 	// Table names the target table.
 	Table string
+	// TableID, when not 0, is the id of the table the record was shaped for: if the
+	// table was dropped and created again under the same name, Append fails with
+	// ErrSchemaChanged instead of writing into the new table by position.
+	TableID int64
 	// SchemaVersion is the version Record was shaped for (TableInfo.Schema.Version). If
 	// the table's schema changed since, Append fails with ErrSchemaChanged.
 	SchemaVersion int
@@ -75,4 +79,18 @@ func checkRecord(rec arrow.RecordBatch, s *Schema) error {
 		}
 	}
 	return nil
+}
+
+// RecordBytes is the size, in bytes, of rec's buffers: close to what its rows add to
+// DuckDB's WAL, and to what holding it costs in memory.
+func RecordBytes(rec arrow.RecordBatch) int64 {
+	var n int64
+	for _, col := range rec.Columns() {
+		for _, b := range col.Data().Buffers() {
+			if b != nil {
+				n += int64(b.Len())
+			}
+		}
+	}
+	return n
 }

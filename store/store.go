@@ -34,9 +34,9 @@ const (
 	// DefaultReadConns bounds concurrent read transactions (snapshots, queries, replays).
 	DefaultReadConns = 16
 	// DefaultCheckpointBytes is how many committed bytes trigger an explicit CHECKPOINT
-	// off the commit path; DuckDB's own automatic checkpoint is pushed far above it,
+	// between transactions; DuckDB's own automatic checkpoint is pushed far above it,
 	// because it stalls the committing transaction (DESIGN.md, "Measured facts").
-	DefaultCheckpointBytes = 256 << 20
+	DefaultCheckpointBytes = 128 << 20
 	// DefaultMaxGroupCommits bounds how many queued appends one DuckDB transaction takes
 	// (group commit).
 	DefaultMaxGroupCommits = 256

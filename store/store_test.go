@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"errors"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -123,5 +125,55 @@ func TestCancelledReadsLeaveNoOpenTransaction(t *testing.T) {
 		if err := db.Read(context.Background(), func(*store.ReadTx) error { return nil }); err != nil {
 			t.Fatalf("after %d cancelled reads: %v", i+1, err)
 		}
+	}
+}
+
+// TestCheckpointsRunBetweenWrites: with a tiny CheckpointBytes, the writer folds the WAL
+// into the database file once ingest pauses, even after sustained concurrent appends.
+func TestCheckpointsRunBetweenWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ducktail.duckdb")
+	db := store.NewDB(path)
+	db.CheckpointBytes = 1
+	if err := db.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.CreateTable(context.Background(), "weather", weatherColumns); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 30 {
+				appendRows(t, db, "weather", 1000, float64(i))
+			}
+		}()
+	}
+	wg.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		fi, err := os.Stat(path + ".wal")
+		if err != nil || fi.Size() == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the WAL still holds %d bytes after ingest paused", fi.Size())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestAppendRefusesARecreatedTable(t *testing.T) {
+	db, _ := openDB(t, "")
+	ctx := context.Background()
+	old, _ := db.CreateTable(ctx, "weather", weatherColumns)
+	rec := weatherBatch(old.Schema, 1, 1)
+	db.DropTable(ctx, "weather")
+	db.CreateTable(ctx, "weather", weatherColumns)
+	_, err := db.Append(ctx, store.Batch{Table: "weather", TableID: old.ID, SchemaVersion: 1, Record: rec})
+	if !errors.Is(err, store.ErrSchemaChanged) {
+		t.Fatalf("append shaped for the dropped table: %v", err)
 	}
 }

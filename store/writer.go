@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -26,9 +25,12 @@ type writer struct {
 	db   *DB
 	conn *sql.Conn
 	ops  chan *op
-	// checkpoint wakes the checkpointer; bytesSinceCheckpoint counts committed bytes.
-	checkpoint           chan struct{}
+	// stopped is closed when run returns: nothing answers an op after that.
+	stopped chan struct{}
+	// bytesSinceCheckpoint counts committed bytes since the last checkpoint;
+	// nextCheckpoint is the earliest time to try again after a failed one.
 	bytesSinceCheckpoint int64
+	nextCheckpoint       time.Time
 }
 
 // op is one queued write: an append (batch != nil) or a catalog change (ddl != nil).
@@ -79,13 +81,7 @@ func newWriter(ctx context.Context, db *DB) (*writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open writer connection: %w", err)
 	}
-	w := &writer{db: db, conn: conn, ops: make(chan *op, 1024), checkpoint: make(chan struct{}, 1)}
-	db.wg.Add(1)
-	go func() {
-		defer db.wg.Done()
-		w.runCheckpointer(db.ctx)
-	}()
-	return w, nil
+	return &writer{db: db, conn: conn, ops: make(chan *op, 1024), stopped: make(chan struct{})}, nil
 }
 
 func (w *writer) close() error { return w.conn.Close() }
@@ -105,15 +101,24 @@ func (w *writer) submit(ctx context.Context, o *op) (opResult, error) {
 		return r, r.err
 	case <-ctx.Done():
 		return opResult{}, ctx.Err()
+	case <-w.stopped:
+		select {
+		case r := <-o.done:
+			return r, r.err
+		default:
+			return opResult{}, ErrClosed
+		}
 	}
 }
 
 func (w *writer) run(ctx context.Context) {
+	defer close(w.stopped)
 	var next *op
 	for {
 		o := next
 		next = nil
 		if o == nil {
+			w.maybeCheckpoint(ctx)
 			select {
 			case o = <-w.ops:
 			case <-ctx.Done():
@@ -207,18 +212,28 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 	}()
 	now := w.db.Now().UTC()
 	plans := make([]appendPlan, len(ops))
+	for i, o := range ops {
+		plans[i].op = o
+		w.db.mu.RLock()
+		plans[i].t = w.db.tables[strings.ToLower(o.batch.Table)]
+		w.db.mu.RUnlock()
+	}
+	previous, err := w.lookupIdempotent(ctx, plans)
+	if err != nil {
+		return err
+	}
 	heads := map[*table]int64{}
 	var order []*table
 	byKey := map[string]*appendPlan{}
-	for i, o := range ops {
+	for i := range plans {
 		p := &plans[i]
-		p.op = o
-		b := o.batch
-		w.db.mu.RLock()
-		p.t = w.db.tables[strings.ToLower(b.Table)]
-		w.db.mu.RUnlock()
+		b := p.op.batch
 		if p.t == nil {
 			p.err = tableNotFound(b.Table)
+			continue
+		}
+		if b.TableID != 0 && b.TableID != p.t.id {
+			p.err = &Error{Code: CodeConflict, Message: fmt.Sprintf("table %s was dropped and created again; retry", p.t.name), Err: ErrSchemaChanged}
 			continue
 		}
 		if b.SchemaVersion != p.t.schema.Version {
@@ -235,11 +250,7 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 				p.commit.Duplicate = true
 				continue
 			}
-			prev, found, err := w.lookupIdempotent(ctx, p.t, b.IdempotencyKey)
-			if err != nil {
-				return err
-			}
-			if found {
+			if prev, found := previous[k]; found {
 				p.commit, p.err = duplicateOf(prev.commit, prev.hash, b)
 				continue
 			}
@@ -282,7 +293,7 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 		if p.err == nil && !p.commit.Duplicate {
 			p.t.head = p.commit.Position.Seq
 			p.t.rows += p.commit.Rows
-			committed += p.commit.Bytes
+			committed += RecordBytes(p.op.batch.Record)
 		}
 	}
 	w.db.mu.Unlock()
@@ -317,28 +328,54 @@ type idempotentCommit struct {
 	hash   []byte
 }
 
-func (w *writer) lookupIdempotent(ctx context.Context, t *table, key string) (idempotentCommit, bool, error) {
-	return lookupIdempotent(ctx, w.conn, t.id, t.name, key)
+// lookupIdempotent finds the earlier commits of the keyed appends among plans, with one
+// query per table (the commit log is scanned, so one scan serves a whole group), keyed
+// by table id and Idempotency-Key as commitAppends keys them.
+func (w *writer) lookupIdempotent(ctx context.Context, plans []appendPlan) (map[string]idempotentCommit, error) {
+	keys := map[*table][]string{}
+	for _, p := range plans {
+		if p.t != nil && p.op.batch.IdempotencyKey != "" {
+			keys[p.t] = append(keys[p.t], p.op.batch.IdempotencyKey)
+		}
+	}
+	found := map[string]idempotentCommit{}
+	for t, ks := range keys {
+		if err := lookupIdempotent(ctx, w.conn, t.id, t.name, ks, func(key string, c idempotentCommit) {
+			found[fmt.Sprintf("%d\x00%s", t.id, key)] = c
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return found, nil
 }
 
-// lookupIdempotent finds the commit an Idempotency-Key names in table tableID.
-func lookupIdempotent(ctx context.Context, conn *sql.Conn, tableID int64, tableName, key string) (idempotentCommit, bool, error) {
-	var r idempotentCommit
-	var act string
-	err := conn.QueryRowContext(ctx, `
-		SELECT activation::VARCHAR, seq, schema_version, rows, bytes, committed_at, request_hash
-		FROM ducktail_catalog.commits WHERE table_id = ? AND idempotency_key = ? LIMIT 1`, tableID, key).
-		Scan(&act, &r.commit.Position.Seq, &r.commit.SchemaVersion, &r.commit.Rows, &r.commit.Bytes, &r.commit.CommittedAt, &r.hash)
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, false, nil
+// lookupIdempotent calls fn with each of keys that names a commit in table tableID.
+func lookupIdempotent(ctx context.Context, conn *sql.Conn, tableID int64, tableName string, keys []string, fn func(key string, c idempotentCommit)) error {
+	args := []any{tableID}
+	for _, k := range keys {
+		args = append(args, k)
 	}
+	rows, err := conn.QueryContext(ctx, `
+		SELECT idempotency_key, activation::VARCHAR, seq, schema_version, rows, bytes, committed_at, request_hash
+		FROM ducktail_catalog.commits WHERE table_id = ? AND idempotency_key IN (?`+strings.Repeat(", ?", len(keys)-1)+`)`, args...)
 	if err != nil {
-		return r, false, fmt.Errorf("idempotency lookup: %w", err)
+		return fmt.Errorf("idempotency lookup: %w", err)
 	}
-	r.commit.Position.TableID = tableID
-	r.commit.Position.Activation, err = uuid.Parse(act)
-	r.commit.TableName = tableName
-	return r, true, err
+	defer rows.Close()
+	for rows.Next() {
+		var key, act string
+		var r idempotentCommit
+		if err := rows.Scan(&key, &act, &r.commit.Position.Seq, &r.commit.SchemaVersion, &r.commit.Rows, &r.commit.Bytes, &r.commit.CommittedAt, &r.hash); err != nil {
+			return fmt.Errorf("idempotency lookup: %w", err)
+		}
+		r.commit.Position.TableID = tableID
+		if r.commit.Position.Activation, err = uuid.Parse(act); err != nil {
+			return err
+		}
+		r.commit.TableName = tableName
+		fn(key, r)
+	}
+	return rows.Err()
 }
 
 // IdempotentCommit returns the commit that an earlier request with Idempotency-Key key
@@ -353,12 +390,12 @@ func (db *DB) IdempotentCommit(ctx context.Context, table, key string, requestHa
 		return Commit{}, false, nil
 	}
 	err = db.Read(ctx, func(tx *ReadTx) error {
-		r, ok, err := lookupIdempotent(ctx, tx.conn, info.ID, info.Name, key)
-		if err != nil || !ok {
+		var first *idempotentCommit
+		if err := lookupIdempotent(ctx, tx.conn, info.ID, info.Name, []string{key}, func(_ string, r idempotentCommit) { first = &r }); err != nil || first == nil {
 			return err
 		}
 		found = true
-		c, err = duplicateOf(r.commit, r.hash, &Batch{IdempotencyKey: key, RequestHash: requestHash})
+		c, err = duplicateOf(first.commit, first.hash, &Batch{IdempotencyKey: key, RequestHash: requestHash})
 		return err
 	})
 	return c, found, err
@@ -530,35 +567,28 @@ func (db *DB) change(ctx context.Context, fn ddlFunc) (any, error) {
 	return res.value, err
 }
 
-// noteCommitted counts committed bytes and wakes the checkpointer past CheckpointBytes.
-func (w *writer) noteCommitted(n int64) {
-	w.bytesSinceCheckpoint += n
-	if w.bytesSinceCheckpoint < w.db.CheckpointBytes {
+// noteCommitted counts committed bytes towards the next checkpoint.
+func (w *writer) noteCommitted(n int64) { w.bytesSinceCheckpoint += n }
+
+// maybeCheckpoint runs CHECKPOINT, folding the WAL into the database file, once
+// CheckpointBytes were committed since the last one and no write is queued: in the writer,
+// between transactions, because DuckDB refuses a checkpoint while a write transaction is
+// open, and at a moment when no request waits for it. DuckDB's own automatic checkpoint,
+// which would stall whichever commit crosses its threshold, is set far above
+// CheckpointBytes (DESIGN.md, "Measured facts"). A failed checkpoint is retried a second
+// later.
+func (w *writer) maybeCheckpoint(ctx context.Context) {
+	if w.bytesSinceCheckpoint < w.db.CheckpointBytes || len(w.ops) > 0 || time.Now().Before(w.nextCheckpoint) {
+		return
+	}
+	start := time.Now()
+	if _, err := w.conn.ExecContext(ctx, "CHECKPOINT"); err != nil {
+		w.db.Logger.Warn("checkpoint failed; retrying later", "err", err)
+		w.nextCheckpoint = time.Now().Add(time.Second)
 		return
 	}
 	w.bytesSinceCheckpoint = 0
-	select {
-	case w.checkpoint <- struct{}{}:
-	default:
-	}
-}
-
-// runCheckpointer runs CHECKPOINT on a reader connection when woken, so that the WAL is
-// folded into the database file off the commit path.
-func (w *writer) runCheckpointer(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.checkpoint:
-		}
-		start := time.Now()
-		if _, err := w.db.sqlDB.ExecContext(ctx, "CHECKPOINT"); err != nil {
-			w.db.Logger.Warn("checkpoint failed", "err", err)
-			continue
-		}
-		w.db.Logger.Debug("checkpoint", "duration", time.Since(start))
-	}
+	w.db.Logger.Debug("checkpoint", "duration", time.Since(start))
 }
 
 func randomHex(n int) string {

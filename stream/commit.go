@@ -48,15 +48,7 @@ type lazyFrame struct {
 }
 
 func newSharedCommit(e store.Event, codec *Codec) *sharedCommit {
-	c := &sharedCommit{event: e, codec: codec}
-	for _, col := range e.Record.Columns() {
-		for _, b := range col.Data().Buffers() {
-			if b != nil {
-				c.size += int64(b.Len())
-			}
-		}
-	}
-	return c
+	return &sharedCommit{event: e, codec: codec, size: store.RecordBytes(e.Record)}
 }
 
 func (c *sharedCommit) cursorString() string {
