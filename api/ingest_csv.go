@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -103,7 +102,7 @@ func (csvDecoder) Infer(body []byte) ([]store.ColumnSpec, error) {
 			return nil, locate(err, 0, 1, name)
 		}
 		for _, prev := range header[:i] {
-			if strings.EqualFold(prev, name) {
+			if store.SameName(prev, name) {
 				return nil, &store.Error{Code: store.CodeInvalid, Line: 1, Column: name,
 					Message: "header field " + quoteValue(name) + " repeats " + quoteValue(prev) + " (column names are case-insensitive)"}
 			}

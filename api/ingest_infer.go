@@ -235,7 +235,7 @@ func (v *jsonInferVisitor) field(name string) (int, error) {
 		return fi, nil
 	}
 	for fi := range v.fields {
-		if strings.EqualFold(v.fields[fi].name, name) {
+		if store.SameName(v.fields[fi].name, name) {
 			v.byName[name] = fi
 			return fi, nil
 		}
@@ -286,7 +286,7 @@ func arrowSpecs(schema *arrow.Schema) ([]store.ColumnSpec, error) {
 			return nil, err
 		}
 		for _, prev := range specs[:i] {
-			if strings.EqualFold(prev.Name, f.Name) {
+			if store.SameName(prev.Name, f.Name) {
 				return nil, &store.Error{Code: store.CodeInvalid, Column: f.Name,
 					Message: "Arrow field " + quoteValue(f.Name) + " repeats " + quoteValue(prev.Name) + " (column names are case-insensitive)"}
 			}

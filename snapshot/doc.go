@@ -68,8 +68,20 @@
 //     table references: DuckDB plans deep nesting in exponential time, uninterruptibly;
 //   - table functions come from an allow-list (AllowedTableFunctions);
 //   - scalar, aggregate and window functions that read configuration, the environment,
-//     sequences, the catalog or files, plan or run SQL given as a string, sleep or write
-//     logs are refused (DeniedFunctions, DeniedFunctionPrefixes).
+//     sequences, the catalog or files, plan or run SQL given as a string, sleep, write
+//     logs, recurse without a depth limit (a crash), take quadratic time the timeout
+//     cannot interrupt, or reveal other sessions' activity are refused (DeniedFunctions,
+//     DeniedFunctionPrefixes), and so is EXPORT_STATE, whose states hold uninitialized
+//     memory;
+//   - names are compared ignoring ASCII case only, as DuckDB compares them (store.FoldName),
+//     and a CTE may not take a system view's name (duckdb_*, pg_*, sqlite_*, pragma_*).
+//
+// What the sandbox does not bound: --query-timeout is checked by DuckDB between chunks of
+// work, so one costly call on huge values can run past it, and DuckDB's memory_limit
+// covers its buffer manager, not every allocation. Where query tokens go to untrusted
+// callers, run ducktail under an OS memory limit (a cgroup, systemd's MemoryMax). A
+// scoped token can learn whether a table of some name exists (a CTE may not take the
+// name of a table it may not read), never what it holds.
 //
 // The statement then runs in the same read-only transaction with a time limit
 // (Reader.QueryTimeout, enforced by DuckDB's interrupt) and a limit on the encoded

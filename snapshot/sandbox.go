@@ -52,7 +52,27 @@ var DeniedFunctions = map[string]string{
 	"current_query":               "reads the session",
 	"current_schemas":             "reads the catalog",
 	"in_search_path":              "reads the catalog",
+	"json_structure":              "recurses without a depth limit on nested input, which can crash the server",
+	"json_contains":               "recurses without a depth limit on nested input, which can crash the server",
+	"json_transform":              "recurses without a depth limit on nested input, which can crash the server",
+	"json_transform_strict":       "recurses without a depth limit on nested input, which can crash the server",
+	"from_json":                   "recurses without a depth limit on nested input, which can crash the server",
+	"from_json_strict":            "recurses without a depth limit on nested input, which can crash the server",
+	"levenshtein":                 "takes time quadratic in its inputs, which the query timeout cannot interrupt",
+	"editdist3":                   "takes time quadratic in its inputs, which the query timeout cannot interrupt",
+	"damerau_levenshtein":         "takes time quadratic in its inputs, which the query timeout cannot interrupt",
+	"jaro_similarity":             "takes time quadratic in its inputs, which the query timeout cannot interrupt",
+	"jaro_winkler_similarity":     "takes time quadratic in its inputs, which the query timeout cannot interrupt",
+	"txid_current":                "reveals other sessions' activity",
+	"current_transaction_id":      "reveals other sessions' activity",
+	"current_query_id":            "reveals other sessions' activity",
+	"current_connection_id":       "reveals other sessions' activity",
 }
+
+// systemNamePrefixes start the names of DuckDB's system views (duckdb_tables,
+// pg_settings, sqlite_master, pragma_*): a CTE may not take such a name, so that no
+// query depends on where DuckDB binds it.
+var systemNamePrefixes = []string{"duckdb_", "pg_", "sqlite_", "pragma_", "information_schema"}
 
 // Complexity bounds of one query. DuckDB's planner is exponential in the nesting of
 // subqueries and cannot be interrupted while planning, so a short query nested deeply
@@ -210,7 +230,7 @@ type scope struct {
 func (s *scope) has(name string) bool {
 	for ; s != nil; s = s.parent {
 		for _, n := range s.names {
-			if strings.EqualFold(n, name) {
+			if store.SameName(n, name) {
 				return true
 			}
 		}
@@ -255,6 +275,9 @@ func (w *walker) walk(node any, sc *scope) error {
 			if _, expr := n["class"]; expr {
 				if err := checkFunction(name); err != nil {
 					return err
+				}
+				if n["export_state"] == true {
+					return store.Errorf(store.CodeUnprocessable, "EXPORT_STATE is not allowed: an exported aggregate state holds uninitialized server memory")
 				}
 			}
 		}
@@ -303,7 +326,7 @@ func recursiveCTE(value any, name string) map[string]any {
 	q, _ := v["query"].(map[string]any)
 	node, _ := q["node"].(map[string]any)
 	cteName, _ := node["cte_name"].(string)
-	if node["type"] == "RECURSIVE_CTE_NODE" && strings.EqualFold(cteName, name) {
+	if node["type"] == "RECURSIVE_CTE_NODE" && store.SameName(cteName, name) {
 		return node
 	}
 	return nil
@@ -363,6 +386,11 @@ func (w *walker) checkBaseTable(n map[string]any, sc *scope) error {
 	schema, _ := n["schema_name"].(string)
 	catalog, _ := n["catalog_name"].(string)
 	if schema == "" && catalog == "" && sc.has(name) {
+		for _, p := range systemNamePrefixes {
+			if strings.HasPrefix(store.FoldName(name), p) {
+				return store.Errorf(store.CodeUnprocessable, "a CTE may not be named %s: names starting with %s belong to DuckDB's system views", strconv.Quote(name), p)
+			}
+		}
 		if w.tx == nil {
 			return nil
 		}
@@ -375,7 +403,7 @@ func (w *walker) checkBaseTable(n map[string]any, sc *scope) error {
 	refuse := func() error {
 		return store.Errorf(store.CodeUnprocessable, "reading %s is not allowed: queries may read only ducktail tables", relation)
 	}
-	if schema != "" && !strings.EqualFold(schema, userSchema) {
+	if schema != "" && !store.SameName(schema, userSchema) {
 		return refuse()
 	}
 	if catalog != "" {
@@ -383,7 +411,7 @@ func (w *walker) checkBaseTable(n map[string]any, sc *scope) error {
 		if err != nil {
 			return err
 		}
-		if !strings.EqualFold(catalog, db) {
+		if !store.SameName(catalog, db) {
 			return refuse()
 		}
 	}
@@ -395,9 +423,10 @@ func (w *walker) checkBaseTable(n map[string]any, sc *scope) error {
 	if err == nil {
 		canonical = info.Name
 	}
-	// Scope first: a token that may not read a table learns nothing about whether it exists.
+	// Scope first, and the name as written: a token that may not read a table learns
+	// nothing about whether it exists, nor how its name is spelled.
 	if w.allowTable == nil || !w.allowTable(canonical) {
-		return store.Errorf(store.CodeForbidden, "this token may not read table %s", strconv.Quote(canonical))
+		return store.Errorf(store.CodeForbidden, "this token may not read table %s", strconv.Quote(name))
 	}
 	if err != nil {
 		var se *store.Error
@@ -406,7 +435,7 @@ func (w *walker) checkBaseTable(n map[string]any, sc *scope) error {
 		}
 		return err
 	}
-	w.tables[strings.ToLower(info.Name)] = info
+	w.tables[store.FoldName(info.Name)] = info
 	return nil
 }
 

@@ -23,7 +23,7 @@ func (db *DB) CreateTable(ctx context.Context, name string, specs []ColumnSpec) 
 	}
 	v, err := db.change(ctx, func(ctx context.Context, tx *writeTx) (func(), []Event, any, error) {
 		db.mu.RLock()
-		_, exists := db.tables[strings.ToLower(name)]
+		_, exists := db.tables[FoldName(name)]
 		db.mu.RUnlock()
 		if exists {
 			return nil, nil, nil, &Error{Code: CodeConflict, Message: "a table named " + quoteForMessage(name) + " already exists", Field: "name"}
@@ -41,7 +41,7 @@ func (db *DB) CreateTable(ctx context.Context, name string, specs []ColumnSpec) 
 		if err := db.startActivation(ctx, tx, t, schema, len(schema.Columns)+1); err != nil {
 			return nil, nil, nil, err
 		}
-		apply := func() { db.tables[strings.ToLower(name)] = t }
+		apply := func() { db.tables[FoldName(name)] = t }
 		return apply, nil, t, nil
 	})
 	if err != nil {
@@ -129,7 +129,7 @@ func (db *DB) ResetTable(ctx context.Context, name string) (TableInfo, error) {
 		}
 		ended := Event{Kind: EventActivationEnded, TableName: old.name, Reason: ReasonTableReset, NewActivation: t.activation,
 			Position: Position{TableID: old.id, Activation: old.activation, Seq: old.head}}
-		apply := func() { db.tables[strings.ToLower(name)] = t }
+		apply := func() { db.tables[FoldName(name)] = t }
 		return apply, []Event{ended}, t, nil
 	})
 	if err != nil {
@@ -158,7 +158,7 @@ func (db *DB) DropTable(ctx context.Context, name string) error {
 		}
 		ended := Event{Kind: EventActivationEnded, TableName: t.name, Reason: ReasonTableDropped,
 			Position: Position{TableID: t.id, Activation: t.activation, Seq: t.head}}
-		apply := func() { delete(db.tables, strings.ToLower(name)) }
+		apply := func() { delete(db.tables, FoldName(name)) }
 		return apply, []Event{ended}, nil, nil
 	})
 	return err
@@ -177,7 +177,7 @@ func (db *DB) endActivation(ctx context.Context, tx *writeTx, t *table, reason s
 func (db *DB) liveTable(name string) (*table, error) {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	t, ok := db.tables[strings.ToLower(name)]
+	t, ok := db.tables[FoldName(name)]
 	if !ok {
 		return nil, tableNotFound(name)
 	}
@@ -208,10 +208,10 @@ func buildColumns(specs []ColumnSpec, firstID int) ([]Column, error) {
 		if err := ValidateColumnName(s.Name); err != nil {
 			return nil, err
 		}
-		if seen[strings.ToLower(s.Name)] {
+		if seen[FoldName(s.Name)] {
 			return nil, &Error{Code: CodeInvalid, Message: "duplicate column name " + quoteForMessage(s.Name) + " (names are case-insensitive)", Column: s.Name}
 		}
-		seen[strings.ToLower(s.Name)] = true
+		seen[FoldName(s.Name)] = true
 		typ, err := ParseType(s.Type)
 		if err != nil {
 			e := err.(*Error)

@@ -42,10 +42,10 @@ func ValidateTableName(name string) error {
 			return bad("use letters, digits and underscores, not starting with a digit")
 		}
 	}
-	if strings.HasPrefix(strings.ToLower(name), ReservedPrefix) {
+	if strings.HasPrefix(FoldName(name), ReservedPrefix) {
 		return bad("the prefix " + ReservedPrefix + " is reserved")
 	}
-	if reservedTableNames[strings.ToLower(name)] {
+	if reservedTableNames[FoldName(name)] {
 		return bad("reserved name")
 	}
 	return nil
@@ -76,7 +76,7 @@ func ValidateColumnName(name string) error {
 	if strings.TrimSpace(name) != name {
 		return bad("leading or trailing space")
 	}
-	if strings.HasPrefix(strings.ToLower(name), ReservedPrefix) {
+	if strings.HasPrefix(FoldName(name), ReservedPrefix) {
 		return bad("the prefix " + ReservedPrefix + " is reserved")
 	}
 	return nil
@@ -100,4 +100,44 @@ func quoteForMessage(s string) string {
 		s = s[:MaxNameLen] + "…"
 	}
 	return strconv.Quote(s)
+}
+
+// FoldName returns name with its ASCII letters lower-cased, the form in which names are
+// compared: DuckDB matches identifiers ignoring ASCII case only. (strings.EqualFold and
+// strings.ToLower also fold other letters, such as the Kelvin sign into "k" and "ſ" into
+// "s", which DuckDB does not: a check using them could pass a name that DuckDB binds to
+// something else.)
+func FoldName(name string) string {
+	for i := 0; i < len(name); i++ {
+		if 'A' <= name[i] && name[i] <= 'Z' {
+			b := []byte(name)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return name
+}
+
+// SameName reports whether a and b name the same table or column (FoldName).
+func SameName(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }

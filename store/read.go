@@ -68,8 +68,8 @@ func (tx *ReadTx) Table(ctx context.Context, name string) (TableInfo, error) {
 		FROM ducktail_catalog.tables t
 		JOIN ducktail_catalog.activations a ON a.id = t.activation
 		JOIN ducktail_catalog.schema_versions s ON s.activation = a.id
-		WHERE lower(t.name) = lower(?) AND t.dropped_at IS NULL
-		ORDER BY s.version DESC LIMIT 1`, name).
+		WHERE lower(t.name) = ? AND t.dropped_at IS NULL
+		ORDER BY s.version DESC LIMIT 1`, FoldName(name)).
 		Scan(&info.ID, &info.Name, &info.CreatedAt, &act, &info.Head.Seq, &info.Schema.Version, &info.Schema.FromSeq, &cols)
 	if errors.Is(err, sql.ErrNoRows) {
 		return TableInfo{}, tableNotFound(name)

@@ -66,7 +66,7 @@ func (t *table) info() TableInfo {
 func (db *DB) Table(name string) (TableInfo, error) {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	t, ok := db.tables[strings.ToLower(name)]
+	t, ok := db.tables[FoldName(name)]
 	if !ok {
 		return TableInfo{}, tableNotFound(name)
 	}
@@ -120,7 +120,7 @@ func (db *DB) loadCatalog(ctx context.Context) error {
 			return fmt.Errorf("load catalog: table %s: columns: %w", t.name, err)
 		}
 		t.schema = &s
-		tables[strings.ToLower(t.name)] = &t
+		tables[FoldName(t.name)] = &t
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("load catalog: %w", err)

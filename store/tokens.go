@@ -64,7 +64,7 @@ func (t Token) Allows(purpose Purpose, table string) bool {
 	if t.Purpose != purpose {
 		return false
 	}
-	return t.Table == "" || strings.EqualFold(t.Table, table)
+	return t.Table == "" || SameName(t.Table, table)
 }
 
 // Token errors returned by Authenticate, each inside an *Error: ErrTokenMalformed has

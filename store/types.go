@@ -248,7 +248,7 @@ func (s *Schema) Column(name string) (Column, int) {
 		}
 	}
 	for i, c := range s.Columns {
-		if strings.EqualFold(c.Name, name) {
+		if SameName(c.Name, name) {
 			return c, i
 		}
 	}

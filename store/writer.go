@@ -215,7 +215,7 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 	for i, o := range ops {
 		plans[i].op = o
 		w.db.mu.RLock()
-		plans[i].t = w.db.tables[strings.ToLower(o.batch.Table)]
+		plans[i].t = w.db.tables[FoldName(o.batch.Table)]
 		w.db.mu.RUnlock()
 	}
 	previous, err := w.lookupIdempotent(ctx, plans)

@@ -3,7 +3,6 @@ package stream
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -68,7 +67,7 @@ func (s *Session) startReplay(ctx context.Context) error {
 		case pos.TableID != info.ID || info.ID != s.tableID:
 			// Another table's cursor, or that of an earlier table of this name.
 			reason = ReasonForeignCursor
-			if a.Ended && strings.EqualFold(a.TableName, s.table) {
+			if a.Ended && store.SameName(a.TableName, s.table) {
 				reason = a.Reason
 			}
 			return nil
