@@ -147,12 +147,12 @@ type benchSubscriber struct {
 	r    *bufio.Reader
 }
 
-func dialStream(b testing.TB, e *env, table string) *benchSubscriber {
-	conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
+func dialStream(b testing.TB, addr, token, table string) *benchSubscriber {
+	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
 	}
-	fmt.Fprintf(conn, "GET /v1/tables/%s/stream HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n", table, e.admin)
+	fmt.Fprintf(conn, "GET /v1/tables/%s/stream HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n", table, token)
 	s := &benchSubscriber{conn: conn, r: bufio.NewReaderSize(conn, 64<<10)}
 	// Headers, then the schema event.
 	for {
@@ -212,7 +212,10 @@ func (c *publishClock) published(seq int64) time.Time {
 // BenchmarkFanOut measures commit-to-delivery latency over loopback HTTP with 1, 100 and
 // 1,000 subscribers: from the moment DuckDB's commit of a 100-row commit returned to the
 // arrival of its batch event at each subscriber (read off the wire by a raw client); the
-// next commit is ingested when every subscriber has the previous one.
+// next commit is ingested when every subscriber has the previous one. The subscribers run
+// in a child process (TestFanOutClientsChild), as consumers do: sharing the server's Go
+// scheduler would queue every reader woken by the network behind all runnable writers.
+// Both processes share the machine's cores, so the clients' reads still cost the server.
 func BenchmarkFanOut(b *testing.B) {
 	rec := loadFlights(b, 100)
 	body := jsonBody(rec, false)
@@ -224,38 +227,97 @@ func BenchmarkFanOut(b *testing.B) {
 				hub: func(h *stream.Hub) { h.MaxStreamsPerToken = 20000 },
 			})
 			e.createFlights(b, "flights")
-			subs := make([]*benchSubscriber, n)
-			for i := range subs {
-				subs[i] = dialStream(b, e, "flights")
+			cmd := exec.Command(os.Args[0], "-test.run=^TestFanOutClientsChild$")
+			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%s|%d", fanOutClientsEnv, e.srv.Listener.Addr(), n, e.admin, b.N))
+			out, _ := cmd.StdoutPipe()
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
 			}
-			var mu sync.Mutex
-			var lat []time.Duration
-			arrived := make(chan int64, n*4)
-			for _, s := range subs {
-				go s.readBatches(1, func(seq int64, at time.Time) bool {
-					d := at.Sub(clock.published(seq))
-					mu.Lock()
-					lat = append(lat, d)
-					mu.Unlock()
-					arrived <- seq
-					return seq < int64(b.N)
-				})
+			defer cmd.Wait()
+			lines := bufio.NewScanner(out)
+			lines.Buffer(nil, 1<<20)
+			expect := func(want string) {
+				b.Helper()
+				if !lines.Scan() || lines.Text() != want {
+					b.Fatalf("client process: got %q, want %q (%v)", lines.Text(), want, lines.Err())
+				}
 			}
+			expect("READY")
 			b.ResetTimer()
 			for i := 1; i <= b.N; i++ {
 				e.post(b, "flights", "application/json", body)
-				for range n {
-					<-arrived
-				}
+				expect(strconv.Itoa(i))
 			}
 			b.StopTimer()
-			for _, s := range subs {
-				s.conn.Close()
+			lat := make([]time.Duration, 0, n*b.N)
+			for lines.Scan() && lines.Text() != "END" {
+				seq, at, ok := strings.Cut(lines.Text(), " ")
+				s, _ := strconv.ParseInt(seq, 10, 64)
+				ns, err := strconv.ParseInt(at, 10, 64)
+				if !ok || err != nil {
+					b.Fatalf("client process: %q", lines.Text())
+				}
+				lat = append(lat, time.Unix(0, ns).Sub(clock.published(s)))
+			}
+			if len(lat) != n*b.N {
+				b.Fatalf("client process reported %d deliveries, want %d", len(lat), n*b.N)
 			}
 			b.ReportMetric(percentile(lat, 0.50), "p50-ms")
 			b.ReportMetric(percentile(lat, 0.99), "p99-ms")
 		})
 	}
+}
+
+// fanOutClientsEnv makes the test binary the client process of BenchmarkFanOut:
+// "<address>|<subscribers>|<token>|<commits>".
+const fanOutClientsEnv = "DUCKTAIL_BENCH_FANOUT_CLIENTS"
+
+// TestFanOutClientsChild is the client process of BenchmarkFanOut. It opens the
+// subscribers, prints READY, prints each sequence once every subscriber has its batch
+// event, and after the last commit prints "<seq> <arrival, Unix ns>" per delivery, then
+// END: the wall clock is the one clock the two processes share.
+func TestFanOutClientsChild(t *testing.T) {
+	spec := os.Getenv(fanOutClientsEnv)
+	if spec == "" {
+		t.Skip("run by BenchmarkFanOut")
+	}
+	parts := strings.Split(spec, "|")
+	n, _ := strconv.Atoi(parts[1])
+	commits, _ := strconv.Atoi(parts[3])
+	subs := make([]*benchSubscriber, n)
+	for i := range subs {
+		subs[i] = dialStream(t, parts[0], parts[2], "flights")
+	}
+	fmt.Println("READY")
+	arrivals := make([][]int64, n)
+	got := make([]atomic.Int64, commits+1)
+	done := make(chan int64, commits)
+	var wg sync.WaitGroup
+	for i, s := range subs {
+		arrivals[i] = make([]int64, 0, commits)
+		wg.Go(func() {
+			s.readBatches(1, func(seq int64, at time.Time) bool {
+				arrivals[i] = append(arrivals[i], at.UnixNano())
+				if got[seq].Add(1) == int64(n) {
+					done <- seq
+				}
+				return seq < int64(commits)
+			})
+		})
+	}
+	for range commits {
+		fmt.Println(<-done)
+	}
+	wg.Wait()
+	w := bufio.NewWriter(os.Stdout)
+	for _, a := range arrivals {
+		for j, at := range a {
+			fmt.Fprintf(w, "%d %d\n", j+1, at)
+		}
+	}
+	fmt.Fprintln(w, "END")
+	w.Flush()
 }
 
 // BenchmarkDeliveries measures deliveries per second to 1,000 subscribers while four
@@ -269,7 +331,7 @@ func BenchmarkDeliveries(b *testing.B) {
 	e.createFlights(b, "flights")
 	subs := make([]*benchSubscriber, n)
 	for i := range subs {
-		subs[i] = dialStream(b, e, "flights")
+		subs[i] = dialStream(b, e.srv.Listener.Addr().String(), e.admin, "flights")
 	}
 	var delivered atomic.Int64
 	var wg sync.WaitGroup
