@@ -269,6 +269,16 @@ func BenchmarkFanOut(b *testing.B) {
 	}
 }
 
+// childSpec returns the "|"-separated fields of the environment variable env that makes
+// the test binary the client process of a benchmark, and skips the test when it is unset.
+func childSpec(t *testing.T, env, benchmark string) []string {
+	spec := os.Getenv(env)
+	if spec == "" {
+		t.Skip("run by " + benchmark)
+	}
+	return strings.Split(spec, "|")
+}
+
 // fanOutClientsEnv makes the test binary the client process of BenchmarkFanOut:
 // "<address>|<subscribers>|<token>|<commits>".
 const fanOutClientsEnv = "DUCKTAIL_BENCH_FANOUT_CLIENTS"
@@ -278,11 +288,7 @@ const fanOutClientsEnv = "DUCKTAIL_BENCH_FANOUT_CLIENTS"
 // event, and after the last commit prints "<seq> <arrival, Unix ns>" per delivery, then
 // END: the wall clock is the one clock the two processes share.
 func TestFanOutClientsChild(t *testing.T) {
-	spec := os.Getenv(fanOutClientsEnv)
-	if spec == "" {
-		t.Skip("run by BenchmarkFanOut")
-	}
-	parts := strings.Split(spec, "|")
+	parts := childSpec(t, fanOutClientsEnv, "BenchmarkFanOut")
 	n, _ := strconv.Atoi(parts[1])
 	commits, _ := strconv.Atoi(parts[3])
 	subs := make([]*benchSubscriber, n)
@@ -374,11 +380,7 @@ const idleClientsEnv = "DUCKTAIL_BENCH_IDLE_CLIENTS"
 // TestIdleClientsChild is the client process of BenchmarkIdleSubscriberHeap. It lives in
 // its own process so that its sockets and memory are not counted as the server's.
 func TestIdleClientsChild(t *testing.T) {
-	spec := os.Getenv(idleClientsEnv)
-	if spec == "" {
-		t.Skip("run by BenchmarkIdleSubscriberHeap")
-	}
-	parts := strings.Split(spec, "|")
+	parts := childSpec(t, idleClientsEnv, "BenchmarkIdleSubscriberHeap")
 	n, _ := strconv.Atoi(parts[1])
 	conns := make([]net.Conn, 0, n)
 	buf := make([]byte, 4096)
