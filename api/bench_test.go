@@ -252,10 +252,10 @@ func BenchmarkFanOut(b *testing.B) {
 			b.StopTimer()
 			lat := make([]time.Duration, 0, n*b.N)
 			for lines.Scan() && lines.Text() != "END" {
-				seq, at, ok := strings.Cut(lines.Text(), " ")
-				s, _ := strconv.ParseInt(seq, 10, 64)
-				ns, err := strconv.ParseInt(at, 10, 64)
-				if !ok || err != nil {
+				seq, at, _ := strings.Cut(lines.Text(), " ")
+				s, err1 := strconv.ParseInt(seq, 10, 64)
+				ns, err2 := strconv.ParseInt(at, 10, 64)
+				if err1 != nil || err2 != nil {
 					b.Fatalf("client process: %q", lines.Text())
 				}
 				lat = append(lat, time.Unix(0, ns).Sub(clock.published(s)))
@@ -312,10 +312,19 @@ func TestFanOutClientsChild(t *testing.T) {
 			})
 		})
 	}
+	ended := make(chan struct{})
+	go func() { wg.Wait(); close(ended) }()
 	for range commits {
-		fmt.Println(<-done)
+		select {
+		case seq := <-done:
+			fmt.Println(seq)
+		case <-ended:
+			if len(done) == 0 {
+				t.Fatal("a stream ended before the last commit")
+			}
+			fmt.Println(<-done)
+		}
 	}
-	wg.Wait()
 	w := bufio.NewWriter(os.Stdout)
 	for _, a := range arrivals {
 		for j, at := range a {
