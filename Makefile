@@ -19,16 +19,16 @@ run: build
 	./bin/ducktail serve --data-dir ./data --addr :8443
 
 ## test: vet and every test (the Node.js and Chromium tests run when their packages are
-## installed; .ci/run installs them and makes them required)
+## installed; .ci/run installs them and makes them required). gotestsum (a tool of go.mod)
+## runs go test and ends with a summary: tests run, failed and skipped, each skip with
+## the reason its test gave.
 test: vet
-	$(GO) test -race -tags $(TAGS) -count=1 -timeout 30m ./...
+	$(GO) tool gotestsum --format pkgname --format-hide-empty-pkg -- -race -tags $(TAGS) -count=1 -timeout 30m ./...
 
-STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
-
-## vet: go vet and staticcheck
+## vet: go vet and staticcheck (a tool of go.mod, fetched with the modules)
 vet:
 	$(GO) vet -tags $(TAGS) ./...
-	$(GO) run $(STATICCHECK) -tags $(TAGS) ./...
+	$(GO) tool staticcheck -tags $(TAGS) ./...
 
 ## bench: Go benchmarks; writes docs/benchmarks.md with the numbers and the method
 bench: bench-data
