@@ -1,4 +1,4 @@
-package api
+package ingest
 
 import (
 	"fmt"
@@ -34,7 +34,7 @@ import (
 // TIMESTAMPTZ take strings in ISO 8601 forms.
 type jsonDecoder struct{ ndjson bool }
 
-// Decode implements rowDecoder.
+// Decode implements Decoder.
 func (d jsonDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, error) {
 	bs, err := newColumnBuilders(s)
 	if err != nil {
@@ -54,7 +54,7 @@ func (d jsonDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, er
 	return finishRecord(s, bs, v.row), nil
 }
 
-// Infer implements rowDecoder with jsonInferVisitor (see ingest_infer.go).
+// Infer implements Decoder with jsonInferVisitor (see ingest_infer.go).
 func (d jsonDecoder) Infer(body []byte) ([]store.ColumnSpec, error) {
 	v := newJSONInferVisitor()
 	sc := newJSONScanner(body, d.ndjson)

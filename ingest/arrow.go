@@ -1,4 +1,4 @@
-package api
+package ingest
 
 import (
 	"bytes"
@@ -51,7 +51,7 @@ import (
 // Anything else is CodeUnprocessable naming the column.
 type arrowDecoder struct{ file bool }
 
-// Infer implements rowDecoder: the columns of the body's Arrow schema (arrowSpecs).
+// Infer implements Decoder: the columns of the body's Arrow schema (arrowSpecs).
 func (d arrowDecoder) Infer(body []byte) (specs []store.ColumnSpec, err error) {
 	defer recoverArrow(&err)
 	schema, _, err := d.read(body, false)
@@ -61,7 +61,7 @@ func (d arrowDecoder) Infer(body []byte) (specs []store.ColumnSpec, err error) {
 	return arrowSpecs(schema)
 }
 
-// Decode implements rowDecoder.
+// Decode implements Decoder.
 func (d arrowDecoder) Decode(body []byte, s *store.Schema) (rec arrow.RecordBatch, err error) {
 	defer recoverArrow(&err)
 	schema, batches, err := d.read(body, true)
