@@ -90,7 +90,7 @@ func (csvDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, error
 
 // Infer implements Decoder: the header names the columns, in order, each checked
 // with store.ValidateColumnName and unique case-insensitively (CodeInvalid); each
-// column's type is inferred from all its values by textTypes (see ingest_infer.go).
+// column's type is inferred from all its values by textTypes (see infer.go).
 func (csvDecoder) Infer(body []byte) ([]store.ColumnSpec, error) {
 	c := newCSVBody(body)
 	header, err := c.header()
