@@ -49,7 +49,7 @@ func (s *Server) checkToken(w http.ResponseWriter, secret string) (store.Token, 
 		return store.Token{}, err
 	}
 	if wait, ok := s.limits.allow(tok.ID); !ok {
-		s.metrics.authFailures.WithLabelValues("rate_limited").Inc()
+		s.metrics.authFailures.WithLabelValues(string(store.CodeRateLimited)).Inc()
 		return store.Token{}, &store.Error{Code: store.CodeRateLimited, Message: "this token is over its request rate; retry later",
 			RetryAfter: time.Duration(wait) * time.Second}
 	}

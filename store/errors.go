@@ -19,21 +19,24 @@ const (
 	// CodeUnprocessable: the request is well formed but a row or value does not fit the
 	// table's schema, or a query was refused by the sandbox.
 	CodeUnprocessable Code = "unprocessable"
-	// CodeNotFound: the named table, column or token does not exist.
+	// CodeNotFound: the named table, column, token or endpoint does not exist.
 	CodeNotFound Code = "not_found"
 	// CodeConflict: the named thing already exists, the schema changed under the request,
 	// or an Idempotency-Key was reused with a different body.
 	CodeConflict Code = "conflict"
-	// CodeTooLarge: a body or a result is over its size limit.
+	// CodeTooLarge: a request body, what it decodes to, or a query result is over its
+	// size limit.
 	CodeTooLarge Code = "too_large"
 	// CodeTimeout: a query ran past its time limit and was cancelled.
 	CodeTimeout Code = "timeout"
-	// CodeUnauthorized: the token is unknown, malformed, expired or revoked.
+	// CodeUnauthorized: the request carries no token, or one that is unknown, expired
+	// or revoked.
 	CodeUnauthorized Code = "unauthorized"
 	// CodeForbidden: the token's purpose or table scope does not allow the request.
 	CodeForbidden Code = "forbidden"
-	// CodeResultTooLarge: a query's result is over its size limit; the query, not the
-	// request, is at fault. Clients see it as "too_large", like CodeTooLarge.
+	// CodeResultTooLarge: a query's result is over its size limit, told apart from
+	// CodeTooLarge where the query, not the request's size, is at fault; clients see
+	// it under the name "too_large".
 	CodeResultTooLarge Code = "result_too_large"
 	// CodeUnsupportedMediaType: the request body's media type is not one ducktail reads.
 	CodeUnsupportedMediaType Code = "unsupported_media_type"
