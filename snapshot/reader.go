@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/valuetext"
 )
 
 // Defaults for Reader fields left zero.
@@ -107,7 +108,7 @@ func (r *Reader) Table(ctx context.Context, table string, f Format, w io.Writer,
 			}
 			var cursor []byte
 			if r.Cursor != nil {
-				cursor = store.AppendJSONString([]byte(`"cursor":`), r.Cursor(info.Head))
+				cursor = valuetext.AppendJSONString([]byte(`"cursor":`), r.Cursor(info.Head))
 			}
 			return encode(w, f, rr, cursor)
 		})
@@ -217,8 +218,8 @@ func (r *Reader) cursorsJSON(cursors map[string]store.Position) []byte {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = append(store.AppendJSONString(out, name), ':')
-		out = store.AppendJSONString(out, r.Cursor(cursors[name]))
+		out = append(valuetext.AppendJSONString(out, name), ':')
+		out = valuetext.AppendJSONString(out, r.Cursor(cursors[name]))
 	}
 	return append(out, '}')
 }

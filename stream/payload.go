@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
 	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/valuetext"
 )
 
 // Encoding is how a schema or batch payload is represented inside an event.
@@ -59,9 +60,9 @@ func appendJSONSchema(dst []byte, s *store.Schema) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"name":`...)
-		dst = store.AppendJSONString(dst, c.Name)
+		dst = valuetext.AppendJSONString(dst, c.Name)
 		dst = append(dst, `,"type":`...)
-		dst = store.AppendJSONString(dst, string(c.Type))
+		dst = valuetext.AppendJSONString(dst, string(c.Type))
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)
@@ -83,7 +84,7 @@ func appendJSONRows(dst []byte, recs []arrow.RecordBatch) []byte {
 				if j > 0 {
 					dst = append(dst, ',')
 				}
-				dst = store.AppendJSONValue(dst, c, i, true)
+				dst = valuetext.AppendJSONValue(dst, c, i, true)
 			}
 			dst = append(dst, ']')
 		}
