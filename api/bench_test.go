@@ -464,7 +464,7 @@ func BenchmarkReplay(b *testing.B) {
 	e := benchEnv(b, options{hub: func(h *stream.Hub) { h.MaxReplayCommits = 1 << 20; h.MaxReplayRows = 1 << 30 }})
 	e.createFlights(b, "flights")
 	info, _ := e.db.Table("flights")
-	start := e.hub.Codec.Encode(info.Head)
+	start := e.db.Cursors().Encode(info.Head)
 	const commits = 1000
 	for range commits {
 		if _, err := e.db.Append(context.Background(), store.Batch{Table: "flights", SchemaVersion: 1, Record: rec}); err != nil {

@@ -336,7 +336,7 @@ func TestFiftySubscribersDuringIngestSeeEveryLaterCommitExactlyOnce(t *testing.T
 	<-done
 	wg.Wait()
 	for i, r := range results {
-		base, err := e.hub.Codec.Decode(r.baseline)
+		base, err := e.db.Cursors().Decode(r.baseline)
 		if err != nil {
 			t.Fatal(err)
 		}

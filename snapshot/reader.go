@@ -44,8 +44,9 @@ const (
 type Reader struct {
 	// DB is the store read from.
 	DB *store.DB
-	// Cursor encodes a position as the opaque cursor string clients see (the codec lives
-	// in package stream; the api sets this). Nil leaves cursors out of JSON bodies.
+	// Cursor encodes a position as the opaque cursor string clients see: the store's
+	// codec, DB.Cursors().Encode, in the server (api.OpenStack sets it). Nil leaves
+	// cursors out of JSON bodies.
 	Cursor func(store.Position) string
 	// QueryTimeout bounds one Query; past it DuckDB is interrupted and Query fails with
 	// CodeTimeout.
@@ -65,6 +66,15 @@ func NewReader(db *store.DB) *Reader {
 		MaxResultBytes: DefaultMaxResultBytes,
 		Logger:         slog.Default().With("component", "snapshot"),
 	}
+}
+
+// Open checks the Reader's required fields: DB must be set and open. It returns an
+// error naming what is missing; a Reader that fails Open must not be used.
+func (r *Reader) Open() error {
+	if r.DB == nil || r.DB.Cursors() == nil {
+		return errors.New("snapshot: Reader.Open: DB is nil or not open")
+	}
+	return nil
 }
 
 // Result is the encoded answer of one Query.

@@ -28,14 +28,15 @@ func TestReopenKeepsCatalogAndCursorKey(t *testing.T) {
 	if _, err := db.AddColumn(ctx, "weather", store.ColumnSpec{Name: "wind", Type: "DOUBLE"}); err != nil {
 		t.Fatal(err)
 	}
-	key := append([]byte(nil), db.CursorKey()...)
+	probe := store.Position{TableID: info.ID, Activation: info.Head.Activation, Seq: 2}
+	cursor := db.Cursors().Encode(probe)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	db2, _ := openDB(t, path)
-	if string(db2.CursorKey()) != string(key) {
-		t.Fatal("cursor key changed across reopen")
+	if again := db2.Cursors().Encode(probe); again != cursor {
+		t.Fatalf("cursor key changed across reopen: the same position encodes as %q, was %q", again, cursor)
 	}
 	got, err := db2.Table("weather")
 	if err != nil {

@@ -76,7 +76,7 @@ type DB struct {
 	connector *duckdb.Connector
 	sqlDB     *sql.DB
 	writer    *writer
-	cursorKey []byte
+	cursors   *Cursors
 
 	mu     sync.RWMutex
 	tables map[string]*table // by lower-case name, live tables only

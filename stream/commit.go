@@ -29,7 +29,7 @@ type item struct {
 // and then reused byte for byte by all the others (DESIGN.md: each commit is encoded once).
 type sharedCommit struct {
 	event store.Event
-	codec *Codec
+	codec *store.Cursors
 	// size approximates the commit's memory for queue accounting: the record's buffers.
 	size int64
 
@@ -47,7 +47,7 @@ type lazyFrame struct {
 	err   error
 }
 
-func newSharedCommit(e store.Event, codec *Codec) *sharedCommit {
+func newSharedCommit(e store.Event, codec *store.Cursors) *sharedCommit {
 	return &sharedCommit{event: e, codec: codec, size: store.RecordBytes(e.Record)}
 }
 

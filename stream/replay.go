@@ -36,9 +36,9 @@ type replay struct {
 // event. Every unusable cursor ends the stream with refresh-required (DESIGN.md, "The
 // cursor"; seed 002).
 func (s *Session) startReplay(ctx context.Context) error {
-	pos, err := s.hub.Codec.Decode(s.cursor)
+	pos, err := s.hub.cursors.Decode(s.cursor)
 	if err != nil {
-		var ce *CursorError
+		var ce *store.CursorError
 		if errors.As(err, &ce) {
 			s.refresh(ce.Reason)
 			return nil
@@ -156,7 +156,7 @@ func (s *Session) replayNext(ctx context.Context) error {
 				}
 			}
 			pos := store.Position{TableID: a.TableID, Activation: a.ID, Seq: c.Seq}
-			b, err := encodePayload(s.framing, EventBatch, s.hub.Codec.Encode(pos), ipcBytes, jsonValue)
+			b, err := encodePayload(s.framing, EventBatch, s.hub.cursors.Encode(pos), ipcBytes, jsonValue)
 			if err != nil {
 				return err
 			}

@@ -316,7 +316,7 @@ func (s *Session) appendSchema(schema *store.Schema) bool {
 }
 
 func (s *Session) schemaFrame(schema *store.Schema) (Frame, error) {
-	id := s.hub.Codec.Encode(s.pos)
+	id := s.hub.cursors.Encode(s.pos)
 	var ipcBytes, jsonValue []byte
 	if s.encoding == EncodingJSON {
 		jsonValue = appendJSONSchema(nil, schema)
