@@ -195,7 +195,7 @@ type publishClock struct {
 }
 
 func (c *publishClock) Publish(e store.Event) {
-	if e.Kind == store.EventCommit {
+	if e, ok := e.(store.CommitEvent); ok {
 		c.mu.Lock()
 		c.at[e.Position.Seq] = time.Now()
 		c.mu.Unlock()
@@ -223,8 +223,8 @@ func BenchmarkFanOut(b *testing.B) {
 		b.Run(fmt.Sprintf("subscribers=%d", n), func(b *testing.B) {
 			clock := &publishClock{at: map[int64]time.Time{}}
 			e := benchEnv(b, options{
-				db:  func(db *store.DB) { clock.next = db.Publisher; db.Publisher = clock },
-				hub: func(h *stream.Hub) { h.MaxStreamsPerToken = 20000 },
+				db:  func(db *store.DB) { db.Publisher = clock },
+				hub: func(h *stream.Hub) { h.MaxStreamsPerToken = 20000; clock.next = h },
 			})
 			e.createFlights(b, "flights")
 			cmd := exec.Command(os.Args[0], "-test.run=^TestFanOutClientsChild$")

@@ -16,7 +16,9 @@ import (
 // part's own tuning fields (flags, tests) before OpenStack; OpenStack sets the fields that
 // join the parts.
 type StackConfig struct {
-	// Store is the database, not yet open; required (store.NewDB).
+	// Store is the database, not yet open; required (store.NewDB). Its Publisher is left
+	// nil, and becomes the Hub; one set by the caller (a test watching the events) must
+	// pass every event on to the Hub.
 	Store *store.DB
 	// Hub is the stream hub, not yet open; nil means stream.NewHub's defaults.
 	Hub *stream.Hub
@@ -38,8 +40,8 @@ type Stack struct {
 	Handler http.Handler
 }
 
-// OpenStack joins and opens the parts of cfg, in the one order they need: the hub is the
-// store's Publisher before the store opens (so no commit goes unpublished), the hub and
+// OpenStack joins and opens the parts of cfg, in the one order they need: the hub is (or
+// is behind) the store's Publisher before the store opens (so no commit goes unpublished), the hub and
 // the reader read from the opened store and encode cursors with its codec
 // (store.DB.Cursors), and the handler serves them. Errors: cfg.Store nil, or the error of
 // the part that failed to open (store.DB.Open's unwrapped, so that a caller can tell a
@@ -61,7 +63,9 @@ func OpenStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		st.Reader.Logger = cfg.Logger.With("component", "snapshot")
 		cfg.API.Logger = cfg.Logger.With("component", "api")
 	}
-	st.Store.Publisher = st.Hub
+	if st.Store.Publisher == nil {
+		st.Store.Publisher = st.Hub
+	}
 	if err := st.Store.Open(ctx); err != nil {
 		return nil, err
 	}

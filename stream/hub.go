@@ -180,22 +180,32 @@ func (h *Hub) dispatch() {
 	}
 }
 
+// fanOut ends the streams of a revoked token, and queues every other event for the live
+// subscribers of its table.
 func (h *Hub) fanOut(e store.Event) {
 	it := item{event: e}
-	if e.Kind == store.EventCommit {
-		it.commit = newSharedCommit(e, h.cursors)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if e.Kind == store.EventTokenRevoked {
+	var table int64
+	switch e := e.(type) {
+	case store.TokenRevoked:
+		h.mu.Lock()
+		defer h.mu.Unlock()
 		for s := range h.sessions {
 			if s.token.ID == e.TokenID {
 				s.end(terminalFrame(s.framing, EventFailure, "token_revoked", 0, "the stream's token was revoked"))
 			}
 		}
 		return
+	case store.CommitEvent:
+		it.commit = newSharedCommit(e, h.cursors)
+		table = e.Position.TableID
+	case store.SchemaEvent:
+		table = e.Position.TableID
+	case store.ActivationEnded:
+		table = e.Position.TableID
 	}
-	for s := range h.topics[e.Position.TableID] {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.topics[table] {
 		s.push(it, h.MaxBufferedBatches, h.MaxBufferedBytes)
 	}
 }
