@@ -93,8 +93,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.ensureAdminToken(ctx); err != nil {
 		return err
 	}
-	handler := m.stack.Handler
-	m.http = api.NewHTTPServer(m.Addr, handler, m.Plaintext)
+	m.http = api.NewHTTPServer(m.Addr, m.stack.Handler, m.Plaintext)
 	m.http.ErrorLog = slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn)
 	cert, key := m.TLSCert, m.TLSKey
 	if !m.Plaintext {
