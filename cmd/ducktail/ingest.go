@@ -22,8 +22,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/mattn/go-isatty"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
 
@@ -37,6 +35,9 @@ type chunk struct {
 // chunkSource yields the chunks of one file in order; io.EOF after the last.
 type chunkSource interface {
 	next() (chunk, error)
+	// rowCount is the number of rows in the file when its metadata says so before it
+	// is read (Parquet), else -1.
+	rowCount() int64
 }
 
 func newIngestCommand(cfg *clientConfig) *cobra.Command {
@@ -80,16 +81,22 @@ func runIngest(cmd *cobra.Command, c *client, table, path, format string, chunkR
 	if format == "" {
 		format = formatFromExtension(path)
 	}
-	var progress io.Writer = io.Discard
-	if out, ok := cmd.ErrOrStderr().(*os.File); ok && isatty.IsTerminal(out.Fd()) {
-		bar := progressbar.DefaultBytes(st.Size(), "ingest "+filepath.Base(path))
-		defer bar.Finish()
-		progress = bar
-	}
-	src, err := newChunkSource(format, io.TeeReader(f, progress), f, chunkRows)
+	cf := &countingFile{f: f}
+	src, err := newChunkSource(format, cf, chunkRows)
 	if err != nil {
 		return err
 	}
+	bar := newIngestBar(cmd.ErrOrStderr(), "ingest "+filepath.Base(path), src, cf, st.Size())
+	if err := sendChunks(cmd, c, table, path, src, create, bar); err != nil {
+		bar.stop()
+		return err
+	}
+	return nil
+}
+
+// sendChunks commits every chunk of src to table, advancing bar after each commit, then
+// finishes the bar and prints the summary.
+func sendChunks(cmd *cobra.Command, c *client, table, path string, src chunkSource, create bool, bar *ingestBar) error {
 	// Keys are bound to the table's current activation, so that re-sending the same file
 	// after a reset commits again, while retries within this run never do.
 	keyBase := "new"
@@ -123,7 +130,9 @@ func runIngest(cmd *cobra.Command, c *client, table, path, format string, chunkR
 		rows += res.Rows
 		commits++
 		cursor = res.Cursor
+		bar.committed(rows)
 	}
+	bar.finish()
 	fmt.Fprintf(cmd.OutOrStdout(), "ingested %d rows in %d commits into %s in %s (%.0f rows/s)\ncursor %s\n",
 		rows, commits, table, time.Since(start).Round(time.Millisecond), float64(rows)/time.Since(start).Seconds(), cursor)
 	return nil
@@ -184,16 +193,16 @@ func formatFromExtension(path string) string {
 	return "csv"
 }
 
-func newChunkSource(format string, r io.Reader, f *os.File, rows int) (chunkSource, error) {
+func newChunkSource(format string, f *countingFile, rows int) (chunkSource, error) {
 	switch format {
 	case "csv":
-		return newCSVChunks(r, rows)
+		return newCSVChunks(f, rows)
 	case "json":
-		return newJSONChunks(r, rows)
+		return newJSONChunks(f, rows)
 	case "ndjson":
-		return &ndjsonChunks{sc: newLineScanner(r), rows: rows}, nil
+		return &ndjsonChunks{sc: newLineScanner(f), rows: rows}, nil
 	case "arrow":
-		return newArrowChunks(r, rows)
+		return newArrowChunks(f, rows)
 	case "parquet":
 		return newParquetChunks(f, rows)
 	}
@@ -217,6 +226,8 @@ func newCSVChunks(r io.Reader, rows int) (*csvChunks, error) {
 	header[0] = strings.TrimPrefix(header[0], "\ufeff")
 	return &csvChunks{r: cr, header: header, rows: rows}, nil
 }
+
+func (c *csvChunks) rowCount() int64 { return -1 }
 
 func (c *csvChunks) next() (chunk, error) {
 	var buf bytes.Buffer
@@ -260,6 +271,8 @@ func newJSONChunks(r io.Reader, rows int) (*jsonChunks, error) {
 	return &jsonChunks{dec: dec, rows: rows}, nil
 }
 
+func (c *jsonChunks) rowCount() int64 { return -1 }
+
 func (c *jsonChunks) next() (chunk, error) {
 	var buf bytes.Buffer
 	n := 0
@@ -292,6 +305,8 @@ func newLineScanner(r io.Reader) *bufio.Scanner {
 	return sc
 }
 
+func (c *ndjsonChunks) rowCount() int64 { return -1 }
+
 func (c *ndjsonChunks) next() (chunk, error) {
 	var buf bytes.Buffer
 	n := 0
@@ -320,7 +335,16 @@ type recordChunks struct {
 	rows    int
 	cur     arrow.RecordBatch
 	off     int64
+	// total is the file's row count when known (Parquet), else -1.
+	total int64
+	// file, for Arrow IPC, is the file the batches are read from, whose progress is
+	// the bytes before cur plus cur's bytes in proportion to its rows sent; recStart and
+	// recEnd are its bytes read before and after cur.
+	file             *countingFile
+	recStart, recEnd int64
 }
+
+func (c *recordChunks) rowCount() int64 { return c.total }
 
 func (c *recordChunks) next() (chunk, error) {
 	var buf bytes.Buffer
@@ -328,6 +352,9 @@ func (c *recordChunks) next() (chunk, error) {
 	n := 0
 	for n < c.rows {
 		if c.cur == nil || c.off >= c.cur.NumRows() {
+			if c.file != nil {
+				c.recStart = c.file.n
+			}
 			rec, err := c.nextRec()
 			if errors.Is(err, io.EOF) {
 				break
@@ -336,6 +363,9 @@ func (c *recordChunks) next() (chunk, error) {
 				return chunk{}, err
 			}
 			c.cur, c.off = rec, 0
+			if c.file != nil {
+				c.recEnd = c.file.n
+			}
 			continue
 		}
 		take := min(int64(c.rows-n), c.cur.NumRows()-c.off)
@@ -347,6 +377,9 @@ func (c *recordChunks) next() (chunk, error) {
 		}
 		c.off += take
 		n += int(take)
+		if c.file != nil {
+			c.file.sent = c.recStart + (c.recEnd-c.recStart)*c.off/c.cur.NumRows()
+		}
 	}
 	if err := w.Close(); err != nil {
 		return chunk{}, err
@@ -357,19 +390,22 @@ func (c *recordChunks) next() (chunk, error) {
 	return chunk{body: buf.Bytes(), contentType: "application/vnd.apache.arrow.stream", rows: n}, nil
 }
 
-// newArrowChunks reads an Arrow IPC file (it starts with the magic "ARROW1") or stream.
-func newArrowChunks(r io.Reader, rows int) (*recordChunks, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
+// newArrowChunks reads an Arrow IPC file (it starts with the magic "ARROW1") or stream
+// from f as it goes.
+func newArrowChunks(f *countingFile, rows int) (*recordChunks, error) {
+	f.bySent = true
+	br := bufio.NewReader(f)
+	magic, err := br.Peek(6)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
-	if bytes.HasPrefix(data, []byte("ARROW1")) {
-		fr, err := ipc.NewFileReader(bytes.NewReader(data))
+	if bytes.Equal(magic, []byte("ARROW1")) {
+		fr, err := ipc.NewFileReader(f)
 		if err != nil {
 			return nil, err
 		}
 		i := 0
-		return &recordChunks{schema: fr.Schema(), rows: rows, nextRec: func() (arrow.RecordBatch, error) {
+		return &recordChunks{schema: fr.Schema(), rows: rows, total: -1, file: f, nextRec: func() (arrow.RecordBatch, error) {
 			if i >= fr.NumRecords() {
 				return nil, io.EOF
 			}
@@ -377,11 +413,11 @@ func newArrowChunks(r io.Reader, rows int) (*recordChunks, error) {
 			return fr.RecordBatch(i - 1)
 		}}, nil
 	}
-	sr, err := ipc.NewReader(bytes.NewReader(data))
+	sr, err := ipc.NewReader(br)
 	if err != nil {
 		return nil, err
 	}
-	return &recordChunks{schema: sr.Schema(), rows: rows, nextRec: func() (arrow.RecordBatch, error) {
+	return &recordChunks{schema: sr.Schema(), rows: rows, total: -1, file: f, nextRec: func() (arrow.RecordBatch, error) {
 		if !sr.Next() {
 			if err := sr.Err(); err != nil {
 				return nil, err
@@ -395,7 +431,7 @@ func newArrowChunks(r io.Reader, rows int) (*recordChunks, error) {
 }
 
 // newParquetChunks reads a Parquet file through pqarrow in batches of rows.
-func newParquetChunks(f *os.File, rows int) (*recordChunks, error) {
+func newParquetChunks(f *countingFile, rows int) (*recordChunks, error) {
 	pf, err := file.NewParquetReader(f)
 	if err != nil {
 		return nil, err
@@ -408,7 +444,7 @@ func newParquetChunks(f *os.File, rows int) (*recordChunks, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &recordChunks{schema: rr.Schema(), rows: rows, nextRec: func() (arrow.RecordBatch, error) {
+	return &recordChunks{schema: rr.Schema(), rows: rows, total: pf.NumRows(), nextRec: func() (arrow.RecordBatch, error) {
 		if !rr.Next() {
 			if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
 				return nil, err
