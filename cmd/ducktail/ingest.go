@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
@@ -166,6 +167,9 @@ func (c *client) postWithRetry(ctx context.Context, path string, ch chunk, key s
 				wait = s
 			}
 			err = perr
+		}
+		if errors.As(err, new(*tls.CertificateVerificationError)) {
+			return c.explainTLS(err)
 		}
 		if attempt == 6 || ctx.Err() != nil {
 			return err

@@ -90,7 +90,7 @@ func tail(ctx context.Context, c *client, table string, o dtclient.LiveOptions, 
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return nil
 	}
-	return err
+	return c.explainTLS(err)
 }
 
 // printRecords prints recs (of schema s) and flushes, so that every commit shows at once.
