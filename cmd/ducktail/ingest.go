@@ -44,7 +44,7 @@ type chunkSource interface {
 func newIngestCommand(cfg *clientConfig) *cobra.Command {
 	var chunkRows int
 	var create bool
-	var format string
+	var format, jsonPath string
 	cmd := &cobra.Command{
 		Use:   "ingest TABLE FILE",
 		Short: "Send a CSV, JSON, NDJSON, Arrow IPC (file or stream) or Parquet file in commits of --chunk-rows rows",
@@ -60,16 +60,26 @@ command retries network errors, 429 and 503) is never committed twice.`,
 			if err != nil {
 				return err
 			}
-			return runIngest(cmd, c, args[0], args[1], format, chunkRows, create)
+			return runIngest(cmd, c, args[0], args[1], fileReading{format: format, jsonPath: jsonPath, chunkRows: chunkRows}, create)
 		},
 	}
 	cmd.Flags().IntVar(&chunkRows, "chunk-rows", 100_000, "rows per commit")
 	cmd.Flags().BoolVar(&create, "create", false, "create the table from the file's inferred schema when it does not exist")
 	cmd.Flags().StringVar(&format, "format", "", "csv, json, ndjson, arrow or parquet (default: from the file extension)")
+	cmd.Flags().StringVar(&jsonPath, "json-path", "", "for --format json: the array to ingest inside the document, as object keys joined by dots (features, for GeoJSON)")
 	return cmd
 }
 
-func runIngest(cmd *cobra.Command, c *client, table, path, format string, chunkRows int, create bool) error {
+// fileReading is how ingest reads a file.
+type fileReading struct {
+	// format is csv, json, ndjson, arrow or parquet; "" for the file extension's.
+	format string
+	// jsonPath names the array to ingest inside a JSON document; "" for the document.
+	jsonPath  string
+	chunkRows int
+}
+
+func runIngest(cmd *cobra.Command, c *client, table, path string, how fileReading, create bool) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -79,11 +89,11 @@ func runIngest(cmd *cobra.Command, c *client, table, path, format string, chunkR
 	if err != nil {
 		return err
 	}
-	if format == "" {
-		format = formatFromExtension(path)
+	if how.format == "" {
+		how.format = formatFromExtension(path)
 	}
 	cf := &countingFile{f: f}
-	src, err := newChunkSource(format, cf, chunkRows)
+	src, err := newChunkSource(how, cf)
 	if err != nil {
 		return err
 	}
@@ -185,7 +195,7 @@ func (c *client) postWithRetry(ctx context.Context, path string, ch chunk, key s
 
 func formatFromExtension(path string) string {
 	switch strings.ToLower(filepath.Ext(path)) {
-	case ".json":
+	case ".json", ".geojson":
 		return "json"
 	case ".ndjson", ".jsonl":
 		return "ndjson"
@@ -197,12 +207,16 @@ func formatFromExtension(path string) string {
 	return "csv"
 }
 
-func newChunkSource(format string, f *countingFile, rows int) (chunkSource, error) {
-	switch format {
+func newChunkSource(how fileReading, f *countingFile) (chunkSource, error) {
+	if how.jsonPath != "" && how.format != "json" {
+		return nil, fmt.Errorf("--json-path is for --format json, not %s", how.format)
+	}
+	rows := how.chunkRows
+	switch how.format {
 	case "csv":
 		return newCSVChunks(f, rows)
 	case "json":
-		return newJSONChunks(f, rows)
+		return newJSONChunks(f, rows, how.jsonPath)
 	case "ndjson":
 		return &ndjsonChunks{sc: newLineScanner(f), rows: rows}, nil
 	case "arrow":
@@ -210,7 +224,7 @@ func newChunkSource(format string, f *countingFile, rows int) (chunkSource, erro
 	case "parquet":
 		return newParquetChunks(f, rows)
 	}
-	return nil, fmt.Errorf("--format %q: use csv, json, ndjson, arrow or parquet", format)
+	return nil, fmt.Errorf("--format %q: use csv, json, ndjson, arrow or parquet", how.format)
 }
 
 // csvChunks re-encodes the records of a CSV file (RFC 4180), header first in every chunk.
@@ -254,47 +268,6 @@ func (c *csvChunks) next() (chunk, error) {
 		return chunk{}, io.EOF
 	}
 	return chunk{body: buf.Bytes(), contentType: "text/csv", rows: n}, w.Error()
-}
-
-// jsonChunks turns a JSON array of objects into NDJSON chunks.
-type jsonChunks struct {
-	dec  *json.Decoder
-	rows int
-	done bool
-}
-
-func newJSONChunks(r io.Reader, rows int) (*jsonChunks, error) {
-	dec := json.NewDecoder(r)
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, fmt.Errorf("read JSON: %w", err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return nil, errors.New("a .json file must hold an array of objects (use --format ndjson for one object per line)")
-	}
-	return &jsonChunks{dec: dec, rows: rows}, nil
-}
-
-func (c *jsonChunks) rowCount() int64 { return -1 }
-
-func (c *jsonChunks) next() (chunk, error) {
-	var buf bytes.Buffer
-	n := 0
-	for n < c.rows && !c.done && c.dec.More() {
-		var raw json.RawMessage
-		if err := c.dec.Decode(&raw); err != nil {
-			return chunk{}, err
-		}
-		if err := json.Compact(&buf, raw); err != nil {
-			return chunk{}, err
-		}
-		buf.WriteByte('\n')
-		n++
-	}
-	if n == 0 {
-		return chunk{}, io.EOF
-	}
-	return chunk{body: buf.Bytes(), contentType: "application/x-ndjson", rows: n}, nil
 }
 
 // ndjsonChunks groups the non-blank lines of an NDJSON file.

@@ -109,7 +109,7 @@ func TestIngestProgressCountsEveryFormat(t *testing.T) {
 		defer f.Close()
 		st, _ := f.Stat()
 		cf := &countingFile{f: f}
-		src, err := newChunkSource(c.format, cf, 500)
+		src, err := newChunkSource(fileReading{format: c.format, chunkRows: 500}, cf)
 		if err != nil {
 			t.Fatal(err)
 		}
