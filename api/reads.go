@@ -110,7 +110,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		s.metrics.queryRefusals.WithLabelValues(string(store.ErrorCode(err))).Inc()
 		if store.ErrorCode(err) == store.CodeTooLarge {
 			// 413 is about the request; an over-large result is the query's fault.
-			err = &store.Error{Code: store.CodeResultTooLarge, Message: err.Error()}
+			err = &store.Error{Code: store.CodeResultTooLarge, Message: err.Error() + "; add a LIMIT, or read the whole table from GET /v1/tables/{table}/snapshot, which streams any size"}
 		}
 		s.writeError(w, r, err)
 		return

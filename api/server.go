@@ -140,6 +140,7 @@ func (s *Server) routes() chi.Router {
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	r.Handle("/metrics", s.metricsHandler())
+	r.Get("/openapi.json", s.openAPI)
 	r.Get("/stream/{token}", s.streamByPathToken)
 	r.Mount("/ui", s.ui())
 	r.Route("/v1", func(r chi.Router) {

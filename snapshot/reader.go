@@ -8,7 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -241,7 +243,7 @@ func (r *Reader) queryError(ctx, qctx context.Context, err error) error {
 	case errors.As(err, &se):
 		return err
 	case errors.Is(err, errTooLarge):
-		return store.Errorf(store.CodeTooLarge, "the query result is larger than the limit of %d bytes", r.maxResultBytes())
+		return store.Errorf(store.CodeTooLarge, "the query result is larger than the limit of %s (the server's --max-result-bytes)", byteSize(r.maxResultBytes()))
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.Is(qctx.Err(), context.DeadlineExceeded):
@@ -289,6 +291,20 @@ func (r *Reader) queryTimeout() time.Duration {
 		return r.QueryTimeout
 	}
 	return DefaultQueryTimeout
+}
+
+// byteSize writes n bytes for a person: in MiB from 1 MiB up, in KiB from 1 KiB up, else
+// in bytes, with at most one decimal.
+func byteSize(n int64) string {
+	for _, u := range []struct {
+		size int64
+		name string
+	}{{1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if n >= u.size {
+			return strconv.FormatFloat(math.Round(float64(n)*10/float64(u.size))/10, 'f', -1, 64) + " " + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 func (r *Reader) maxResultBytes() int64 {

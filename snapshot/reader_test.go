@@ -783,8 +783,8 @@ func TestQueryTooLarge(t *testing.T) {
 	for _, f := range []snapshot.Format{snapshot.FormatArrow, snapshot.FormatJSON, snapshot.FormatNDJSON, snapshot.FormatCSV, snapshot.FormatParquet} {
 		_, err := r.Query(context.Background(), "SELECT range AS n, 'row ' || range AS s FROM range(1000000)", nil, f, allowAll)
 		se := wantCode(t, string(f), err, store.CodeTooLarge)
-		if !strings.Contains(se.Message, "65536 bytes") {
-			t.Fatalf("%s: message %q does not name the limit", f, se.Message)
+		if !strings.Contains(se.Message, "64 KiB") || !strings.Contains(se.Message, "--max-result-bytes") {
+			t.Fatalf("%s: message %q does not name the limit and its flag", f, se.Message)
 		}
 		// Just under the limit passes.
 		res, err := r.Query(context.Background(), "SELECT range AS n FROM range(100)", nil, f, allowAll)

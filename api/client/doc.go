@@ -28,6 +28,13 @@
 // *StatusError values: 429 and 503 are retried after their Retry-After, 400, 401, 403 and
 // 404 stop the stream.
 //
+// For https:// servers the client trusts the system's certificates and Options.CAFile, or,
+// when that is "", DefaultCAFile (data/tls/cert.pem, relative to the working directory,
+// where `make run` writes the server's self-signed certificate) when that file exists;
+// NewHTTPClient builds the same trust for a caller's own requests. A certificate that
+// does not verify ends Stream and LiveQuery with ErrUntrustedCertificate. ExampleStream
+// and ExampleLiveQuery are complete programs; `go test` runs them against a real server.
+//
 // The package imports no ducktail server package: only the standard library and
 // arrow-go. It logs nothing; Options.OnStatus and Options.OnError report what happens.
 package client

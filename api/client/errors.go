@@ -63,14 +63,16 @@ type StatusError struct {
 	Body string
 }
 
-// Error returns the status and the problem's code and detail.
+// Error returns the status with the problem's code and detail ("404 not_found: …", as
+// the ducktail command line writes refusals), or with the status text and the body when
+// the answer was not a problem.
 func (e *StatusError) Error() string {
+	if e.Problem.Code != "" {
+		return fmt.Sprintf("%d %s: %s", e.StatusCode, e.Problem.Code, e.Problem.Detail)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d %s", e.StatusCode, http.StatusText(e.StatusCode))
-	switch {
-	case e.Problem.Detail != "":
-		fmt.Fprintf(&b, ": %s: %s", e.Problem.Code, e.Problem.Detail)
-	case e.Body != "":
+	if e.Body != "" {
 		fmt.Fprintf(&b, ": %s", e.Body)
 	}
 	return b.String()

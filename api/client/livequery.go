@@ -71,7 +71,7 @@ func (c *consumer) refresh(ctx context.Context, opts LiveOptions, reason, refuse
 		var se *StatusError
 		var delay time.Duration
 		switch {
-		case errors.Is(err, ErrNoCursor):
+		case errors.Is(err, ErrNoCursor), errors.Is(err, ErrUntrustedCertificate):
 			return err
 		case errors.As(err, &se):
 			if !se.Retryable() {

@@ -40,9 +40,16 @@ type Options struct {
 	Cursor string
 	// Framing is the framing asked for in Accept; FramingSSE when "".
 	Framing Framing
-	// HTTPClient sends the requests; http.DefaultClient when nil. Its Timeout must be 0,
-	// since a stream has no end; silence is caught by the heartbeat watchdog instead.
+	// HTTPClient sends the requests. Its Timeout must be 0, since a stream has no end;
+	// silence is caught by the heartbeat watchdog instead. When nil, the client is
+	// NewHTTPClient(CAFile), or http.DefaultClient when there is no CA file to trust.
 	HTTPClient *http.Client
+	// CAFile is a PEM file of certificates to trust besides the system's, for a server
+	// with a self-signed or private certificate; used only when HTTPClient is nil. ""
+	// means DefaultCAFile (data/tls/cert.pem, relative to the working directory) for an
+	// https:// URL when that file exists, else none. A file that cannot be read, or holds
+	// no PEM certificate, is an error of Stream and LiveQuery.
+	CAFile string
 
 	// OnSchema is called with each schema event. Returning nil acknowledges its cursor;
 	// an error or a panic ends the stream with a *HandlerError. Nil acknowledges at once.
@@ -84,9 +91,6 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.Framing == "" {
 		o.Framing = FramingSSE
-	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = http.DefaultClient
 	}
 	if o.HeartbeatInterval <= 0 {
 		o.HeartbeatInterval = DefaultHeartbeatInterval

@@ -79,7 +79,7 @@ func (c *consumer) fetchSnapshot(ctx context.Context, sql string, params []any) 
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	resp, err := c.opts.HTTPClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
+		return nil, c.untrusted(fmt.Errorf("snapshot: %w", err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

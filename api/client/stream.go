@@ -27,7 +27,10 @@ import (
 //   - *StatusError: a refusal that retrying cannot fix (400, 401, 403, 404, other 4xx);
 //   - *HandlerError: a handler returned an error or panicked;
 //   - ErrEventTooLarge;
-//   - an error naming a malformed baseURL, or an opts.Cursor with a control character.
+//   - an error wrapping ErrUntrustedCertificate: the server's TLS certificate did not
+//     verify (see Options.CAFile);
+//   - an error naming a malformed baseURL, an opts.Cursor with a control character, or
+//     an opts.CAFile that cannot be read.
 //
 // baseURL is the server's root ("https://localhost:8443"); token is a token of purpose
 // stream (or admin) allowed to read the table.
@@ -53,6 +56,8 @@ type consumer struct {
 	cursor string
 	// retry is the server's SSE reconnection time, the floor of reconnect delays.
 	retry time.Duration
+	// trusted says which certificates verify the server's, for ErrUntrustedCertificate.
+	trusted string
 }
 
 func newConsumer(baseURL, token string, opts Options) (*consumer, error) {
@@ -68,8 +73,13 @@ func newConsumer(baseURL, token string, opts Options) (*consumer, error) {
 		}
 	}
 	opts = opts.withDefaults()
+	hc, trusted, err := httpClient(base.Scheme, opts)
+	if err != nil {
+		return nil, err
+	}
+	opts.HTTPClient = hc
 	return &consumer{
-		opts: opts, base: base, token: token, cursor: opts.Cursor,
+		opts: opts, base: base, token: token, cursor: opts.Cursor, trusted: trusted,
 		silence: opts.HeartbeatInterval + opts.HeartbeatMargin,
 		backoff: newBackoff(opts.MinBackoff, opts.MaxBackoff),
 	}, nil
@@ -106,7 +116,7 @@ func (c *consumer) run(ctx context.Context, refresh refresher, refreshFirst bool
 		var se *StatusError
 		var delay time.Duration
 		switch {
-		case errors.As(err, &he), errors.Is(err, ErrEventTooLarge):
+		case errors.As(err, &he), errors.Is(err, ErrEventTooLarge), errors.Is(err, ErrUntrustedCertificate):
 			return err
 		case errors.As(err, &rr):
 			if refresh == nil {
@@ -199,7 +209,7 @@ func (c *consumer) connect(ctx context.Context) error {
 		if errors.Is(context.Cause(connCtx), ErrSilence) {
 			return fmt.Errorf("%w (%v, waiting for the response)", ErrSilence, c.silence)
 		}
-		return fmt.Errorf("connect: %w", err)
+		return c.untrusted(fmt.Errorf("connect: %w", err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

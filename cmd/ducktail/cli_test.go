@@ -80,7 +80,7 @@ func TestCLIWalkThrough(t *testing.T) {
 		t.Fatalf("query csv:\n%q", out)
 	}
 	out = st.cli(t, "query", "SELECT count(*) AS n FROM weather WHERE weather = $1", "--param", "fog", "--format", "table")
-	if !strings.Contains(out, "101") || !strings.Contains(out, "(1 rows)") {
+	if !strings.Contains(out, "101") || !strings.Contains(out, "(1 row)\n") {
 		t.Fatalf("query table:\n%s", out)
 	}
 	// A second run of the same file commits again (keys are bound to the activation

@@ -41,6 +41,10 @@ type client struct {
 	base  *url.URL
 	token string
 	http  *http.Client
+	// caCert is the certificate file trusted besides the system's, "" for none;
+	// defaultCA is where it was looked for when no --ca-cert was given.
+	caCert    string
+	defaultCA string
 }
 
 // newClient resolves the token and TLS trust of c.
@@ -58,11 +62,9 @@ func (c *clientConfig) newClient() (*client, error) {
 		tok = strings.TrimSpace(string(b))
 	}
 	tlsConfig := &tls.Config{InsecureSkipVerify: c.insecure}
-	ca := c.caCert
-	if ca == "" {
-		if p := filepath.Join(c.dataDir, tlsDir, "cert.pem"); fileExists(p) {
-			ca = p
-		}
+	ca, defaultCA := c.caCert, filepath.Join(c.dataDir, tlsDir, "cert.pem")
+	if ca == "" && fileExists(defaultCA) {
+		ca = defaultCA
 	}
 	if ca != "" && !c.insecure {
 		pem, err := os.ReadFile(ca)
@@ -81,7 +83,10 @@ func (c *clientConfig) newClient() (*client, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = tlsConfig
 	transport.ForceAttemptHTTP2 = true
-	return &client{base: base, token: tok, http: &http.Client{Transport: transport}}, nil
+	if c.insecure {
+		ca = ""
+	}
+	return &client{base: base, token: tok, http: &http.Client{Transport: transport}, caCert: ca, defaultCA: defaultCA}, nil
 }
 
 func fileExists(p string) bool {
@@ -108,7 +113,7 @@ func (c *client) request(method, path string, body io.Reader) (*http.Request, er
 func (c *client) do(req *http.Request) (*http.Response, error) {
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, c.explainTLS(err)
 	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil

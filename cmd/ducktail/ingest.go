@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
@@ -22,8 +23,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/mattn/go-isatty"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
 
@@ -37,12 +36,15 @@ type chunk struct {
 // chunkSource yields the chunks of one file in order; io.EOF after the last.
 type chunkSource interface {
 	next() (chunk, error)
+	// rowCount is the number of rows in the file when its metadata says so before it
+	// is read (Parquet), else -1.
+	rowCount() int64
 }
 
 func newIngestCommand(cfg *clientConfig) *cobra.Command {
 	var chunkRows int
 	var create bool
-	var format string
+	var format, jsonPath string
 	cmd := &cobra.Command{
 		Use:   "ingest TABLE FILE",
 		Short: "Send a CSV, JSON, NDJSON, Arrow IPC (file or stream) or Parquet file in commits of --chunk-rows rows",
@@ -58,16 +60,26 @@ command retries network errors, 429 and 503) is never committed twice.`,
 			if err != nil {
 				return err
 			}
-			return runIngest(cmd, c, args[0], args[1], format, chunkRows, create)
+			return runIngest(cmd, c, args[0], args[1], fileReading{format: format, jsonPath: jsonPath, chunkRows: chunkRows}, create)
 		},
 	}
 	cmd.Flags().IntVar(&chunkRows, "chunk-rows", 100_000, "rows per commit")
 	cmd.Flags().BoolVar(&create, "create", false, "create the table from the file's inferred schema when it does not exist")
 	cmd.Flags().StringVar(&format, "format", "", "csv, json, ndjson, arrow or parquet (default: from the file extension)")
+	cmd.Flags().StringVar(&jsonPath, "json-path", "", "for --format json: the array to ingest inside the document, as object keys joined by dots (features, for GeoJSON)")
 	return cmd
 }
 
-func runIngest(cmd *cobra.Command, c *client, table, path, format string, chunkRows int, create bool) error {
+// fileReading is how ingest reads a file.
+type fileReading struct {
+	// format is csv, json, ndjson, arrow or parquet; "" for the file extension's.
+	format string
+	// jsonPath names the array to ingest inside a JSON document; "" for the document.
+	jsonPath  string
+	chunkRows int
+}
+
+func runIngest(cmd *cobra.Command, c *client, table, path string, how fileReading, create bool) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -77,19 +89,25 @@ func runIngest(cmd *cobra.Command, c *client, table, path, format string, chunkR
 	if err != nil {
 		return err
 	}
-	if format == "" {
-		format = formatFromExtension(path)
+	if how.format == "" {
+		how.format = formatFromExtension(path)
 	}
-	var progress io.Writer = io.Discard
-	if out, ok := cmd.ErrOrStderr().(*os.File); ok && isatty.IsTerminal(out.Fd()) {
-		bar := progressbar.DefaultBytes(st.Size(), "ingest "+filepath.Base(path))
-		defer bar.Finish()
-		progress = bar
-	}
-	src, err := newChunkSource(format, io.TeeReader(f, progress), f, chunkRows)
+	cf := &countingFile{f: f}
+	src, err := newChunkSource(how, cf)
 	if err != nil {
 		return err
 	}
+	bar := newIngestBar(cmd.ErrOrStderr(), "ingest "+filepath.Base(path), src, cf, st.Size())
+	if err := sendChunks(cmd, c, table, path, src, create, bar); err != nil {
+		bar.stop()
+		return err
+	}
+	return nil
+}
+
+// sendChunks commits every chunk of src to table, advancing bar after each commit, then
+// finishes the bar and prints the summary.
+func sendChunks(cmd *cobra.Command, c *client, table, path string, src chunkSource, create bool, bar *ingestBar) error {
 	// Keys are bound to the table's current activation, so that re-sending the same file
 	// after a reset commits again, while retries within this run never do.
 	keyBase := "new"
@@ -123,7 +141,9 @@ func runIngest(cmd *cobra.Command, c *client, table, path, format string, chunkR
 		rows += res.Rows
 		commits++
 		cursor = res.Cursor
+		bar.committed(rows)
 	}
+	bar.finish()
 	fmt.Fprintf(cmd.OutOrStdout(), "ingested %d rows in %d commits into %s in %s (%.0f rows/s)\ncursor %s\n",
 		rows, commits, table, time.Since(start).Round(time.Millisecond), float64(rows)/time.Since(start).Seconds(), cursor)
 	return nil
@@ -158,6 +178,9 @@ func (c *client) postWithRetry(ctx context.Context, path string, ch chunk, key s
 			}
 			err = perr
 		}
+		if errors.As(err, new(*tls.CertificateVerificationError)) {
+			return c.explainTLS(err)
+		}
 		if attempt == 6 || ctx.Err() != nil {
 			return err
 		}
@@ -172,7 +195,7 @@ func (c *client) postWithRetry(ctx context.Context, path string, ch chunk, key s
 
 func formatFromExtension(path string) string {
 	switch strings.ToLower(filepath.Ext(path)) {
-	case ".json":
+	case ".json", ".geojson":
 		return "json"
 	case ".ndjson", ".jsonl":
 		return "ndjson"
@@ -184,20 +207,24 @@ func formatFromExtension(path string) string {
 	return "csv"
 }
 
-func newChunkSource(format string, r io.Reader, f *os.File, rows int) (chunkSource, error) {
-	switch format {
+func newChunkSource(how fileReading, f *countingFile) (chunkSource, error) {
+	if how.jsonPath != "" && how.format != "json" {
+		return nil, fmt.Errorf("--json-path is for --format json, not %s", how.format)
+	}
+	rows := how.chunkRows
+	switch how.format {
 	case "csv":
-		return newCSVChunks(r, rows)
+		return newCSVChunks(f, rows)
 	case "json":
-		return newJSONChunks(r, rows)
+		return newJSONChunks(f, rows, how.jsonPath)
 	case "ndjson":
-		return &ndjsonChunks{sc: newLineScanner(r), rows: rows}, nil
+		return &ndjsonChunks{sc: newLineScanner(f), rows: rows}, nil
 	case "arrow":
-		return newArrowChunks(r, rows)
+		return newArrowChunks(f, rows)
 	case "parquet":
 		return newParquetChunks(f, rows)
 	}
-	return nil, fmt.Errorf("--format %q: use csv, json, ndjson, arrow or parquet", format)
+	return nil, fmt.Errorf("--format %q: use csv, json, ndjson, arrow or parquet", how.format)
 }
 
 // csvChunks re-encodes the records of a CSV file (RFC 4180), header first in every chunk.
@@ -217,6 +244,8 @@ func newCSVChunks(r io.Reader, rows int) (*csvChunks, error) {
 	header[0] = strings.TrimPrefix(header[0], "\ufeff")
 	return &csvChunks{r: cr, header: header, rows: rows}, nil
 }
+
+func (c *csvChunks) rowCount() int64 { return -1 }
 
 func (c *csvChunks) next() (chunk, error) {
 	var buf bytes.Buffer
@@ -241,45 +270,6 @@ func (c *csvChunks) next() (chunk, error) {
 	return chunk{body: buf.Bytes(), contentType: "text/csv", rows: n}, w.Error()
 }
 
-// jsonChunks turns a JSON array of objects into NDJSON chunks.
-type jsonChunks struct {
-	dec  *json.Decoder
-	rows int
-	done bool
-}
-
-func newJSONChunks(r io.Reader, rows int) (*jsonChunks, error) {
-	dec := json.NewDecoder(r)
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, fmt.Errorf("read JSON: %w", err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return nil, errors.New("a .json file must hold an array of objects (use --format ndjson for one object per line)")
-	}
-	return &jsonChunks{dec: dec, rows: rows}, nil
-}
-
-func (c *jsonChunks) next() (chunk, error) {
-	var buf bytes.Buffer
-	n := 0
-	for n < c.rows && !c.done && c.dec.More() {
-		var raw json.RawMessage
-		if err := c.dec.Decode(&raw); err != nil {
-			return chunk{}, err
-		}
-		if err := json.Compact(&buf, raw); err != nil {
-			return chunk{}, err
-		}
-		buf.WriteByte('\n')
-		n++
-	}
-	if n == 0 {
-		return chunk{}, io.EOF
-	}
-	return chunk{body: buf.Bytes(), contentType: "application/x-ndjson", rows: n}, nil
-}
-
 // ndjsonChunks groups the non-blank lines of an NDJSON file.
 type ndjsonChunks struct {
 	sc   *bufio.Scanner
@@ -291,6 +281,8 @@ func newLineScanner(r io.Reader) *bufio.Scanner {
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	return sc
 }
+
+func (c *ndjsonChunks) rowCount() int64 { return -1 }
 
 func (c *ndjsonChunks) next() (chunk, error) {
 	var buf bytes.Buffer
@@ -320,7 +312,16 @@ type recordChunks struct {
 	rows    int
 	cur     arrow.RecordBatch
 	off     int64
+	// total is the file's row count when known (Parquet), else -1.
+	total int64
+	// file, for Arrow IPC, is the file the batches are read from, whose progress is
+	// the bytes before cur plus cur's bytes in proportion to its rows sent; recStart and
+	// recEnd are its bytes read before and after cur.
+	file             *countingFile
+	recStart, recEnd int64
 }
+
+func (c *recordChunks) rowCount() int64 { return c.total }
 
 func (c *recordChunks) next() (chunk, error) {
 	var buf bytes.Buffer
@@ -328,6 +329,9 @@ func (c *recordChunks) next() (chunk, error) {
 	n := 0
 	for n < c.rows {
 		if c.cur == nil || c.off >= c.cur.NumRows() {
+			if c.file != nil {
+				c.recStart = c.file.n
+			}
 			rec, err := c.nextRec()
 			if errors.Is(err, io.EOF) {
 				break
@@ -336,6 +340,9 @@ func (c *recordChunks) next() (chunk, error) {
 				return chunk{}, err
 			}
 			c.cur, c.off = rec, 0
+			if c.file != nil {
+				c.recEnd = c.file.n
+			}
 			continue
 		}
 		take := min(int64(c.rows-n), c.cur.NumRows()-c.off)
@@ -347,6 +354,9 @@ func (c *recordChunks) next() (chunk, error) {
 		}
 		c.off += take
 		n += int(take)
+		if c.file != nil {
+			c.file.sent = c.recStart + (c.recEnd-c.recStart)*c.off/c.cur.NumRows()
+		}
 	}
 	if err := w.Close(); err != nil {
 		return chunk{}, err
@@ -357,19 +367,22 @@ func (c *recordChunks) next() (chunk, error) {
 	return chunk{body: buf.Bytes(), contentType: "application/vnd.apache.arrow.stream", rows: n}, nil
 }
 
-// newArrowChunks reads an Arrow IPC file (it starts with the magic "ARROW1") or stream.
-func newArrowChunks(r io.Reader, rows int) (*recordChunks, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
+// newArrowChunks reads an Arrow IPC file (it starts with the magic "ARROW1") or stream
+// from f as it goes.
+func newArrowChunks(f *countingFile, rows int) (*recordChunks, error) {
+	f.bySent = true
+	br := bufio.NewReader(f)
+	magic, err := br.Peek(6)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
-	if bytes.HasPrefix(data, []byte("ARROW1")) {
-		fr, err := ipc.NewFileReader(bytes.NewReader(data))
+	if bytes.Equal(magic, []byte("ARROW1")) {
+		fr, err := ipc.NewFileReader(f)
 		if err != nil {
 			return nil, err
 		}
 		i := 0
-		return &recordChunks{schema: fr.Schema(), rows: rows, nextRec: func() (arrow.RecordBatch, error) {
+		return &recordChunks{schema: fr.Schema(), rows: rows, total: -1, file: f, nextRec: func() (arrow.RecordBatch, error) {
 			if i >= fr.NumRecords() {
 				return nil, io.EOF
 			}
@@ -377,11 +390,11 @@ func newArrowChunks(r io.Reader, rows int) (*recordChunks, error) {
 			return fr.RecordBatch(i - 1)
 		}}, nil
 	}
-	sr, err := ipc.NewReader(bytes.NewReader(data))
+	sr, err := ipc.NewReader(br)
 	if err != nil {
 		return nil, err
 	}
-	return &recordChunks{schema: sr.Schema(), rows: rows, nextRec: func() (arrow.RecordBatch, error) {
+	return &recordChunks{schema: sr.Schema(), rows: rows, total: -1, file: f, nextRec: func() (arrow.RecordBatch, error) {
 		if !sr.Next() {
 			if err := sr.Err(); err != nil {
 				return nil, err
@@ -395,7 +408,7 @@ func newArrowChunks(r io.Reader, rows int) (*recordChunks, error) {
 }
 
 // newParquetChunks reads a Parquet file through pqarrow in batches of rows.
-func newParquetChunks(f *os.File, rows int) (*recordChunks, error) {
+func newParquetChunks(f *countingFile, rows int) (*recordChunks, error) {
 	pf, err := file.NewParquetReader(f)
 	if err != nil {
 		return nil, err
@@ -408,7 +421,7 @@ func newParquetChunks(f *os.File, rows int) (*recordChunks, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &recordChunks{schema: rr.Schema(), rows: rows, nextRec: func() (arrow.RecordBatch, error) {
+	return &recordChunks{schema: rr.Schema(), rows: rows, total: pf.NumRows(), nextRec: func() (arrow.RecordBatch, error) {
 		if !rr.Next() {
 			if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
 				return nil, err

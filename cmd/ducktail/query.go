@@ -106,7 +106,11 @@ func printQueryTable(w io.Writer, r io.Reader) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "(%d rows)\n", len(res.Rows))
+	plural := "s"
+	if len(res.Rows) == 1 {
+		plural = ""
+	}
+	fmt.Fprintf(w, "(%d row%s)\n", len(res.Rows), plural)
 	return nil
 }
 

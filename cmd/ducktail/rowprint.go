@@ -30,7 +30,7 @@ type rowPrinter interface {
 }
 
 // newRowPrinter returns the printer of format: "table" (aligned columns for a terminal,
-// widening as wider values come), "ndjson" (one JSON object per row, keys in column
+// the header again above a batch that widens them), "ndjson" (one JSON object per row, keys in column
 // order) or "csv" (RFC 4180 as the server writes it, a header row first and again when
 // the columns change).
 func newRowPrinter(format string, w io.Writer) (rowPrinter, error) {
@@ -151,12 +151,16 @@ func (p *csvPrinter) restart()     { p.cols.shown = false }
 // maxCellWidth truncates long values in the table format, in characters.
 const maxCellWidth = 48
 
-// tablePrinter prints aligned columns. Rows are printed as they come, so a column widens
-// when a wider value arrives and earlier rows stay as they were printed.
+// tablePrinter prints aligned columns. Each batch of rows is measured before it is
+// printed, and the header is printed with the first rows, so that it lines up with them;
+// when a later batch widens a column, the header is printed again above it. Earlier rows
+// stay as they were printed.
 type tablePrinter struct {
 	w      *bufio.Writer
 	cols   columnNames
 	widths []int
+	// header is set while the current columns' header waits for rows to measure.
+	header bool
 	buf    []byte
 }
 
@@ -165,33 +169,42 @@ func (p *tablePrinter) schema(s *arrow.Schema) error {
 		return nil
 	}
 	p.widths = make([]int, len(p.cols.names))
-	header := make([]string, len(p.cols.names))
-	rule := make([]string, len(p.cols.names))
 	for i, name := range p.cols.names {
-		header[i] = cellText(name)
-		p.widths[i] = utf8.RuneCountInString(header[i])
-		rule[i] = strings.Repeat("-", p.widths[i])
+		p.widths[i] = utf8.RuneCountInString(cellText(name))
 	}
-	if err := p.line(header); err != nil {
-		return err
-	}
-	return p.line(rule)
+	p.header = true
+	return nil
 }
 
 func (p *tablePrinter) rows(r arrow.RecordBatch) error {
 	if err := p.schema(r.Schema()); err != nil {
 		return err
 	}
-	cells := make([]string, r.NumCols())
-	for i := range int(r.NumRows()) {
+	if r.NumRows() == 0 {
+		return nil
+	}
+	lines := make([][]string, r.NumRows())
+	for i := range lines {
+		cells := make([]string, r.NumCols())
 		for j, col := range r.Columns() {
 			if col.IsNull(i) {
 				cells[j] = "NULL"
-				continue
+			} else {
+				p.buf = valuetext.AppendTextValue(p.buf[:0], col, i)
+				cells[j] = cellText(string(p.buf))
 			}
-			p.buf = valuetext.AppendTextValue(p.buf[:0], col, i)
-			cells[j] = cellText(string(p.buf))
+			if n := utf8.RuneCountInString(cells[j]); n > p.widths[j] {
+				p.widths[j], p.header = n, true
+			}
 		}
+		lines[i] = cells
+	}
+	if p.header {
+		if err := p.printHeader(); err != nil {
+			return err
+		}
+	}
+	for _, cells := range lines {
 		if err := p.line(cells); err != nil {
 			return err
 		}
@@ -199,18 +212,30 @@ func (p *tablePrinter) rows(r arrow.RecordBatch) error {
 	return nil
 }
 
-// line prints cells padded to the column widths, widening them first, without
-// trailing spaces.
+// printHeader prints the column names and a rule under them, at the current widths.
+func (p *tablePrinter) printHeader() error {
+	header := make([]string, len(p.cols.names))
+	rule := make([]string, len(p.cols.names))
+	for i, name := range p.cols.names {
+		header[i] = cellText(name)
+		rule[i] = strings.Repeat("-", p.widths[i])
+	}
+	p.header = false
+	if err := p.line(header); err != nil {
+		return err
+	}
+	return p.line(rule)
+}
+
+// line prints cells padded to the column widths, without trailing spaces.
 func (p *tablePrinter) line(cells []string) error {
 	p.buf = p.buf[:0]
 	for j, c := range cells {
-		n := utf8.RuneCountInString(c)
-		p.widths[j] = max(p.widths[j], n)
 		if j > 0 {
 			p.buf = append(p.buf, "  "...)
 		}
 		p.buf = append(p.buf, c...)
-		p.buf = append(p.buf, strings.Repeat(" ", p.widths[j]-n)...)
+		p.buf = append(p.buf, strings.Repeat(" ", p.widths[j]-utf8.RuneCountInString(c))...)
 	}
 	p.buf = append(bytes.TrimRight(p.buf, " "), '\n')
 	_, err := p.w.Write(p.buf)

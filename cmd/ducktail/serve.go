@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -134,18 +135,28 @@ func (m *Main) Run(ctx context.Context) error {
 // openStack opens the server's parts (api.OpenStack), retrying for a few seconds while
 // another process still holds the database file's lock: right after a kill -9 the old
 // process may not be gone yet, and a supervisor restarting at once should not fail on that.
+// It logs the wait once; past lockWait the error names the process holding the lock.
 func (m *Main) openStack(ctx context.Context) error {
 	deadline := time.Now().Add(lockWait)
-	for {
+	for waited := false; ; waited = true {
 		st, err := api.OpenStack(ctx, api.StackConfig{Store: m.Store, Hub: m.Hub, Reader: m.Reader, API: m.API, Logger: m.Logger})
 		if err == nil {
 			m.stack = st
 			return nil
 		}
-		if !strings.Contains(err.Error(), "Conflicting lock") || time.Now().After(deadline) {
+		if !strings.Contains(err.Error(), "Conflicting lock") {
 			return err
 		}
-		m.Logger.Warn("the database file is locked by another process; retrying", "err", err)
+		if time.Now().After(deadline) {
+			holder := "another process"
+			if pid := lockHolderPID.FindStringSubmatch(err.Error()); pid != nil {
+				holder = "process " + pid[1]
+			}
+			return fmt.Errorf("%s is locked by %s (another ducktail serve on this --data-dir?); stop it or choose another --data-dir: %w", m.Store.Path, holder, err)
+		}
+		if !waited {
+			m.Logger.Warn("the database file is locked by another process; waiting for it", "path", m.Store.Path, "wait", lockWait)
+		}
 		select {
 		case <-time.After(250 * time.Millisecond):
 		case <-ctx.Done():
@@ -153,6 +164,9 @@ func (m *Main) openStack(ctx context.Context) error {
 		}
 	}
 }
+
+// lockHolderPID finds the PID in DuckDB's "Conflicting lock is held in … (PID 123)".
+var lockHolderPID = regexp.MustCompile(`\(PID (\d+)\)`)
 
 // lockWait is how long Run waits for another process's lock on the database file.
 const lockWait = 5 * time.Second
@@ -238,7 +252,11 @@ func newServeCommand() *cobra.Command {
 			// A second signal interrupts the drain.
 			second, stop := signalContext()
 			defer stop()
-			return m.Close(second)
+			if err := m.Close(second); err != nil {
+				return err
+			}
+			logger.Info("ducktail stopped: streams drained, store closed")
+			return nil
 		},
 	}
 	f := cmd.Flags()

@@ -64,7 +64,7 @@ stderr. If the table is reset, tail prints its new contents and goes on.`,
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&fromNow, "from-now", true, "print the commits after tail connects (the default)")
+	f.BoolVar(&fromNow, "from-now", false, "print the commits after tail connects (the default)")
 	f.BoolVar(&fromSnapshot, "from-snapshot", false, "print the table first, then every later commit")
 	f.StringVar(&cursor, "cursor", "", "print the commits after this cursor")
 	f.StringVar(&format, "format", "", "table, ndjson or csv (default: table on a terminal, ndjson otherwise)")
@@ -90,7 +90,7 @@ func tail(ctx context.Context, c *client, table string, o dtclient.LiveOptions, 
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return nil
 	}
-	return err
+	return c.explainTLS(err)
 }
 
 // printRecords prints recs (of schema s) and flushes, so that every commit shows at once.

@@ -161,7 +161,7 @@ func TestRowPrinters(t *testing.T) {
 	for _, tc := range []struct{ format, want string }{
 		{"ndjson", "{\"n\":1,\"s\":\"a\\tb\"}\n{\"n\":null,\"s\":\"\"}\n"},
 		{"csv", "n,s\r\n1,a\tb\r\n,\"\"\r\n"},
-		{"table", "n  s\n-  -\n1  a b\nNULL\n"},
+		{"table", "n     s\n----  ---\n1     a b\nNULL\n"},
 	} {
 		var out bytes.Buffer
 		p, err := newRowPrinter(tc.format, &out)
@@ -180,5 +180,61 @@ func TestRowPrinters(t *testing.T) {
 	}
 	if _, err := newRowPrinter("xml", io.Discard); err == nil {
 		t.Error("--format xml accepted")
+	}
+}
+
+// TestTablePrinterAlignsHeaders prints two batches, the second with wider values: each
+// header lines up with the rows under it, and the header comes again when the columns
+// widen.
+func TestTablePrinterAlignsHeaders(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "n", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "city", Type: arrow.BinaryTypes.String},
+	}, nil)
+	batch := func(ns []int64, cities []string) arrow.RecordBatch {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+		defer b.Release()
+		b.Field(0).(*array.Int64Builder).AppendValues(ns, nil)
+		b.Field(1).(*array.StringBuilder).AppendValues(cities, nil)
+		return b.NewRecordBatch()
+	}
+	first, second, third := batch([]int64{1, 2}, []string{"Seattle", "Oslo"}), batch([]int64{123456}, []string{"Rome"}), batch([]int64{7}, []string{"Bern"})
+	defer first.Release()
+	defer second.Release()
+	defer third.Release()
+	var out bytes.Buffer
+	p, err := newRowPrinter("table", &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, recs := range [][]arrow.RecordBatch{nil, {first}, {second}, {third}} {
+		if err := printRecords(p, schema, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "n  city\n-  -------\n1  Seattle\n2  Oslo\n" +
+		"n       city\n------  -------\n123456  Rome\n7       Bern\n"
+	if out.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// TestTailHelpAndRefusals: `tail --help` names the default start once, and a refusal
+// reads as other commands write theirs ("404 not_found: …").
+func TestTailHelpAndRefusals(t *testing.T) {
+	var stdout bytes.Buffer
+	root := newRootCommand()
+	root.SetOut(&stdout)
+	root.SetArgs([]string{"tail", "--help"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if help := stdout.String(); !strings.Contains(help, "print the commits after tail connects (the default)\n") || strings.Contains(help, "(default true)") {
+		t.Fatalf("tail --help:\n%s", help)
+	}
+	st := startStack(t)
+	_, err := st.tryCLI("tail", "nosuch", "--format", "ndjson")
+	if err == nil || !strings.HasPrefix(err.Error(), "404 not_found: ") {
+		t.Fatalf("tail of a missing table: %v, want 404 not_found: …", err)
 	}
 }
