@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/ducktail/ducktail/store"
 	"github.com/ducktail/ducktail/stream"
 )
 
@@ -40,7 +41,7 @@ func TestOpenAPIMatchesTheRouter(t *testing.T) {
 			}
 		}
 	}
-	s := NewServer(Config{}, nil, stream.NewHub(nil), nil)
+	s := NewServer(Config{}, store.NewDB(""), stream.NewHub(nil), nil)
 	routed := map[string][]string{}
 	chi.Walk(s.router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		route = strings.TrimSuffix(route, "/")
