@@ -112,6 +112,7 @@ export class LiveQuery {
     this.#stream?.close();
     this.#stream = null;
     this.#set({ ...this.#state, status: 'closed' }, {});
+    this.#listeners.clear();
   }
 
   /** Reads a snapshot (retrying what can be retried), swaps it in, streams from its cursor. */
@@ -128,6 +129,7 @@ export class LiveQuery {
         if (this.#stop.signal.aborted || gen !== this.#generation) return;
         const error = err instanceof Error ? err : new Error(String(err));
         this.#error(error);
+        if (this.#stop.signal.aborted) return;
         if (error instanceof HttpError && !error.retryable) {
           this.#set({ ...this.#state, status: 'failed' }, { error, reason: String(error.status) });
           return;
@@ -197,6 +199,7 @@ export class LiveQuery {
   }
 
   #set(state: LiveState, detail: StatusDetail): void {
+    if (this.#state.status === 'closed') return;
     const statusChanged = state.status !== this.#state.status;
     this.#state = state;
     if (statusChanged) this.#handler('onStatus', () => this.#opts.onStatus?.(state.status, detail));

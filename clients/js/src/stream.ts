@@ -210,6 +210,8 @@ export class DucktailStream<E extends Encoding = 'arrow'> implements AsyncIterab
       if (FINAL.has(this.#status)) return;
       const decision = this.#schedule.decide(ending.ending);
       this.#report(ending.error);
+      // An error handler may have closed the stream.
+      if (FINAL.has(this.#status)) return;
       if (!decision.retry) {
         this.#finish(decision.status, ending.error);
         return;
@@ -399,12 +401,13 @@ export class DucktailStream<E extends Encoding = 'arrow'> implements AsyncIterab
   }
 
   #setStatus(status: Status, detail: StatusDetail): void {
-    if (status === this.#status && status !== 'reconnecting') return;
+    if (FINAL.has(this.#status) || (status === this.#status && status !== 'reconnecting')) return;
     this.#status = status;
     for (const s of [...this.#subscribers]) this.#call('status', () => s.status?.(status, detail));
   }
 
   #finish(status: 'refresh-required' | 'failed' | 'closed', error: Error | null): void {
+    if (FINAL.has(this.#status)) return;
     this.#error = error;
     this.#setStatus(status, error ? { error, reason: reasonOf(error) } : {});
     for (const pull of this.#pulls) {
