@@ -4,6 +4,8 @@
 // unless DUCKTAIL_REQUIRE_NODE=1 (CI), where they fail.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -44,13 +46,14 @@ export async function until(fn, timeoutMs = 20_000, what = 'the condition') {
 
 /**
  * Starts a server; extra are more serve flags. The heartbeat is 300 ms and the drain
- * short, so that the tests' reconnections are quick. The returned object's url stays
- * the same across kill9/start.
+ * short, so that the tests' reconnections are quick. Plaintext unless opts.tls (then with
+ * its self-signed certificate, data/tls/cert.pem, and fetch of this process does not
+ * trust it). The returned object's url stays the same across kill9/start.
  */
-export async function startServer(t, extra = []) {
+export async function startServer(t, extra = [], opts = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'ducktail-js-'));
   const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
+  const url = `${opts.tls ? 'https' : 'http'}://127.0.0.1:${port}`;
   let child = null;
   let log = '';
   const server = {
@@ -62,7 +65,7 @@ export async function startServer(t, extra = []) {
     },
     async start() {
       child = spawn(binary, [
-        'serve', '--plaintext', '--addr', `127.0.0.1:${port}`, '--data-dir', join(dir, 'data'),
+        'serve', ...(opts.tls ? [] : ['--plaintext']), '--addr', `127.0.0.1:${port}`, '--data-dir', join(dir, 'data'),
         '--heartbeat-interval', '300ms', '--retry', '100ms', '--drain-timeout', '2s', '--log-level', 'warn',
         ...extra,
       ], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -73,7 +76,7 @@ export async function startServer(t, extra = []) {
       await until(async () => {
         if (child.exitCode !== null) throw new Error(`ducktail serve exited: ${log}`);
         try {
-          return (await fetch(`${url}/readyz`)).ok;
+          return (await send('GET', '/readyz')).status === 200;
         } catch {
           return false;
         }
@@ -93,19 +96,15 @@ export async function startServer(t, extra = []) {
     },
     /** Sends a request with the admin token; returns the status and the parsed JSON body. */
     async api(method, path, body, contentType = 'application/json') {
-      const res = await fetch(url + path, {
-        method,
-        headers: { Authorization: `Bearer ${server.token}`, ...(body === undefined ? {} : { 'Content-Type': contentType }) },
-        body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-      });
-      const text = await res.text();
+      const headers = { Authorization: `Bearer ${server.token}`, ...(body === undefined ? {} : { 'Content-Type': contentType }) };
+      const res = await send(method, path, body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body), headers);
       let json = null;
       try {
-        json = JSON.parse(text);
+        json = JSON.parse(res.text);
       } catch {
-        json = text;
+        json = res.text;
       }
-      return { status: res.status, body: json, headers: res.headers };
+      return { status: res.status, body: json };
     },
     /** Commits rows (JSON objects) into table, creating it; returns the commit's cursor. */
     async ingest(table, rows) {
@@ -114,6 +113,21 @@ export async function startServer(t, extra = []) {
       return r.body.cursor;
     },
   };
+  /** One request with node:http(s), which, unlike fetch, can trust the self-signed certificate. */
+  function send(method, path, body, headers = {}) {
+    const ca = opts.tls ? readFileSync(join(dir, 'data', 'tls', 'cert.pem')) : undefined;
+    return new Promise((ok, fail) => {
+      const req = (opts.tls ? httpsRequest : httpRequest)(url + path, { method, headers, ca }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (text += c));
+        res.on('end', () => ok({ status: res.statusCode, text }));
+        res.on('error', fail);
+      });
+      req.on('error', fail);
+      req.end(body);
+    });
+  }
   t.after(async () => {
     await server.stop();
     if (process.env.DUCKTAIL_TEST_LOG) console.error(`server log:\n${log}`);
