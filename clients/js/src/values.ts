@@ -2,7 +2,7 @@
 // layout"). apache-arrow's own getters turn timestamps and dates into float
 // milliseconds, which lose microseconds far from 1970 and overflow Date past ±275,760
 // years; these readers go to the buffers instead and never round.
-import { DataType, DateUnit, TimeUnit, Type, Vector } from 'apache-arrow';
+import { DataType, DateUnit, IntervalUnit, TimeUnit, Type, Vector } from 'apache-arrow';
 import type { Data, Table } from 'apache-arrow';
 
 /** A value of a row as `toObjects` returns it. */
@@ -29,8 +29,8 @@ type Reader = (index: number) => ExactValue;
  * "YYYY-MM-DD"; TIME as "HH:MM:SS[.fff…]"; TIMESTAMP as ISO 8601 with the fraction of a
  * second its unit holds, trailing zeros dropped ("2016-01-01T12:30:00.25"), and a
  * trailing Z when it has a time zone (TIMESTAMPTZ): the text the server's json encoding
- * writes; BLOB as Uint8Array; LIST as an array, STRUCT as an object, MAP as a
- * Map; smaller integers, floats, booleans and strings as the JS primitive; NULL as null.
+ * writes; BLOB as Uint8Array; INTERVAL as { months, days, nanoseconds (bigint) };
+ * LIST as an array, STRUCT as an object, MAP as a Map; smaller integers, floats, booleans and strings as the JS primitive; NULL as null.
  */
 export function toObjects(table: Table): ExactRow[] {
   const out: ExactRow[] = [];
@@ -91,6 +91,16 @@ function plain(data: Data): Reader {
       const words = bitWidth / 32;
       const u32 = data.values as Uint32Array;
       return (i) => decimalText(u32.subarray(i * words, (i + 1) * words), scale);
+    }
+    case Type.Interval: {
+      const unit = (type as unknown as { unit: IntervalUnit }).unit;
+      const v = data.values as Int32Array;
+      if (unit === IntervalUnit.MONTH_DAY_NANO) {
+        const nanos = new BigInt64Array(v.buffer, v.byteOffset, v.length / 2);
+        return (i) => ({ months: v[4 * i]!, days: v[4 * i + 1]!, nanoseconds: nanos[2 * i + 1]! });
+      }
+      if (unit === IntervalUnit.DAY_TIME) return (i) => ({ days: v[2 * i]!, milliseconds: v[2 * i + 1]! });
+      return (i) => ({ months: v[i]! });
     }
     case Type.List: {
       const child = reader(data.children[0] as Data);

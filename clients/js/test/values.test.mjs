@@ -80,11 +80,11 @@ test('column types come out exact: BIGINT past 2^53, DECIMAL(38), TIMESTAMP far 
   j.close();
 
   const q = await c.query(
-    "SELECT sum(u) + sum(u) AS total, [1, 2, NULL] AS l, {'a': 1, 'b': 'x'} AS st, MAP {'k': 2} AS mp, $1::BIGINT AS p FROM x",
+    "SELECT sum(u) + sum(u) AS total, [1, 2, NULL] AS l, {'a': 1, 'b': 'x'} AS st, MAP {'k': 2} AS mp, $1::BIGINT AS p, INTERVAL '1 month 2 days 3.000004 seconds' AS iv FROM x",
     [9007199254740993n],
   );
   assert.match(q.cursors.x, /^r1\./);
   assert.deepEqual(big(toObjects(q.rows)), [
-    { total: '36893488147419103230', l: [1, 2, null], st: { a: 1, b: 'x' }, mp: { k: 2 }, p: '9007199254740993n' },
+    { total: '36893488147419103230', l: [1, 2, null], st: { a: 1, b: 'x' }, mp: { k: 2 }, p: '9007199254740993n', iv: { months: 1, days: 2, nanoseconds: '3000004000n' } },
   ]);
 });
