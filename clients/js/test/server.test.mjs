@@ -169,25 +169,28 @@ test('a payload that does not decode is a failure, not a dropped row', { skip },
 
 test('through the fault proxy (cuts mid-event, stalls, CR and CRLF line ends, one-byte pieces) every row arrives once, in order', { skip }, async (t) => {
   const srv = await startServer(t);
-  await srv.ingest('fp', rows(0, 1));
-  // Connection i: cut or stall at a random offset, alternate line ends, always chunked;
-  // from the tenth on, clean, so that the test ends.
+  const from = await srv.ingest('fp', rows(0, 1));
+  // Sixty commits to replay (about 450 bytes of SSE each), so that each of the ten faulty
+  // connections, cut or stalled within its first 1,600 bytes, still has data to carry
+  // at its fault; from the tenth connection on, clean ones (still in random pieces).
+  for (let i = 1; i <= 60; i++) await srv.ingest('fp', rows(i, i + 1));
   const proxy = await startProxy(t, srv.url, (i, _req, random) => {
     if (i >= 10) return { chunked: true };
-    const at = 100 + Math.floor(random() * 3_000);
+    const at = 100 + Math.floor(random() * 1_500);
     return { chunked: true, lineEnd: ['\r\n', '\r', ''][i % 3], ...(i % 4 === 3 ? { stallAfter: at } : { cutAfter: at }) };
   }, 7);
-  const s = client(proxy.url, srv.token).stream('fp', { cursor: await srv.ingest('fp', []) });
+  const s = client(proxy.url, srv.token).stream('fp', { cursor: from });
   const got = [];
   const r = record(s);
   s.subscribe({ next: (ev) => ev.type === 'batch' && got.push(...ids(ev.rows)) });
-  for (let i = 1; i <= 40; i++) await srv.ingest('fp', rows(i, i + 1));
-  await until(() => got.length >= 40, 60_000, 'forty rows');
-  assert.deepEqual(got, range(41).slice(1));
-  assert.ok(proxy.log.some((e) => e.cut) && proxy.log.some((e) => e.stalled), JSON.stringify(proxy.log));
-  assert.ok(r.errors.some((e) => e.silence), 'the watchdog took a stall for a dead connection');
-  const resumed = proxy.log.slice(1).map((e) => e.lastEventId);
-  assert.ok(resumed.every((id) => id !== ''), 'every reconnection sent Last-Event-ID');
+  for (let i = 61; i <= 70; i++) await srv.ingest('fp', rows(i, i + 1));
+  await until(() => got.length >= 70, 60_000, 'seventy rows');
+  assert.deepEqual(got, range(71).slice(1));
+  assert.equal(proxy.log.filter((e) => e.cut).length, 8, JSON.stringify(proxy.log));
+  assert.equal(proxy.log.filter((e) => e.stalled).length, 2, JSON.stringify(proxy.log));
+  assert.equal(r.errors.filter((e) => e.silence).length, 2, 'the watchdog took each stall for a dead connection');
+  const resumed = proxy.log.map((e) => e.lastEventId);
+  assert.ok(resumed.every((id) => id !== ''), 'every connection sent Last-Event-ID');
   s.close();
 });
 
@@ -231,6 +234,25 @@ test('liveQuery is exact across kill -9 of the server and across a reset', { ski
   const reset = seen.find((ch) => ch.kind === 'snapshot' && ch.reason === 'table_reset');
   assert.ok(reset, JSON.stringify(seen.map((s) => [s.kind, s.reason])));
   assert.deepEqual(torn, []);
+  // Snapshots only at the start and after the reset: the stream's schema is the snapshot's.
+  assert.deepEqual(seen.filter((ch) => ch.kind === 'snapshot').map((ch) => ch.reason), ['', 'table_reset']);
   lq.close();
   assert.equal(lq.status, 'closed');
+});
+
+test('liveQuery takes a new snapshot when a column is added, and keeps every row', { skip }, async (t) => {
+  const srv = await startServer(t);
+  await srv.ingest('sc', rows(0, 10));
+  const seen = [];
+  const lq = client(srv.url, srv.token).liveQuery('sc', { onChange: (ch) => seen.push([ch.kind, ch.reason]) });
+  await until(() => lq.status === 'live' && lq.rows?.numRows === 10, 10_000, 'the snapshot');
+  await srv.ingest('sc', rows(10, 12));
+  assert.equal((await srv.api('POST', '/v1/tables/sc/columns', { name: 'extra', type: 'VARCHAR' })).status, 201);
+  await srv.ingest('sc', [{ id: 12, label: 'row 12', extra: 'new' }]);
+  await until(() => lq.rows?.numRows === 13, 10_000, 'the row after the column change');
+  assert.deepEqual(lq.rows.schema.fields.map((f) => f.name), ['id', 'label', 'extra']);
+  assert.deepEqual(ids(lq.rows), range(13));
+  assert.equal(toObjects(lq.rows).at(-1).extra, 'new');
+  assert.deepEqual(seen.filter(([kind]) => kind === 'snapshot'), [['snapshot', ''], ['snapshot', 'schema']]);
+  lq.close();
 });
