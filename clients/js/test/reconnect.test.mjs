@@ -230,3 +230,41 @@ test('a liveQuery closed by its error handler makes no further attempt', async (
   await new Promise((r) => setTimeout(r, 20));
   assert.equal(calls, 1);
 });
+
+test('time spent processing an event is not silence: a slow iterator keeps its connection', async () => {
+  const calls = [];
+  let beat;
+  const c = new DucktailClient({
+    baseUrl: 'http://ducktail.invalid',
+    token: 't',
+    heartbeatIntervalMs: 50,
+    heartbeatSlackMs: 100,
+    fetch: async (url, init) => {
+      calls.push(url);
+      let text = `event: schema\nid: c0\ndata: ${SCHEMA}\n\n`;
+      for (let i = 1; i <= 3; i++) text += `event: batch\nid: c${i}\ndata: ${batchPayload(i)}\n\n`;
+      const body = new ReadableStream({
+        start(ctl) {
+          ctl.enqueue(new TextEncoder().encode(text));
+          beat = setInterval(() => ctl.enqueue(new TextEncoder().encode(': beat\n')), 10);
+          init.signal.addEventListener('abort', () => {
+            clearInterval(beat);
+            ctl.error(new Error('aborted'));
+          }, { once: true });
+        },
+      });
+      return new Response(body, { status: 200 });
+    },
+  });
+  const s = c.stream('t');
+  const got = [];
+  for await (const ev of s) {
+    // Each event takes more than twice the silence limit to process.
+    await new Promise((r) => setTimeout(r, 400));
+    got.push(ev.cursor);
+    if (got.length === 4) break;
+  }
+  s.close();
+  assert.deepEqual(got, ['c0', 'c1', 'c2', 'c3']);
+  assert.equal(calls.length, 1);
+});
