@@ -7,7 +7,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 FUZZTIME ?= 30s
 export CGO_ENABLED := 1
 
-.PHONY: build run test vet bench bench-data fuzz fuzz-ci ui clean
+.PHONY: build run test vet bench bench-data fuzz fuzz-ci ui clean test-js
 
 ## build: the ducktail binary in bin/
 build:
@@ -24,6 +24,19 @@ run: build
 ## the reason its test gave.
 test: vet
 	$(GO) tool gotestsum --format pkgname --format-hide-empty-pkg -- -race -tags $(TAGS) -count=1 -timeout 30m ./...
+	$(MAKE) test-js
+
+## test-js: the JavaScript client in clients/js: tsc builds dist/, then its Node.js tests
+## run, against bin/ducktail serve among others. Skipped, saying so, without node or
+## clients/js/node_modules (npm ci in clients/js), unless DUCKTAIL_REQUIRE_NODE=1 (CI)
+test-js: build
+	@if command -v node >/dev/null && [ -d clients/js/node_modules ]; then \
+		cd clients/js && npm test; \
+	elif [ "$$DUCKTAIL_REQUIRE_NODE" = 1 ]; then \
+		echo "test-js: node or clients/js/node_modules is missing; run npm ci in clients/js (required: DUCKTAIL_REQUIRE_NODE=1)"; exit 1; \
+	else \
+		echo "test-js: SKIPPED, node or clients/js/node_modules is missing (npm ci in clients/js; DUCKTAIL_REQUIRE_NODE=1 to fail instead)"; \
+	fi
 
 ## vet: go vet and staticcheck (a tool of go.mod, fetched with the modules)
 vet:
@@ -60,8 +73,10 @@ fuzz-ci:
 ## ui: rebuild the live table page (served at /ui/) from web/ with Vite into api/ui/dist,
 ## which go:embed compiles into the binary; commit api/ui/dist with the change. Needs
 ## Node.js >= 20.19 and npm; web/package-lock.json pins every npm package, and `npm ci`
-## there also installs what the Node.js and Chromium tests use.
+## there also installs what the Node.js and Chromium tests use. The page's stream code is
+## the package in clients/js, built first.
 ui:
+	cd clients/js && npm ci && npm run build
 	cd web && npm ci && npm run build
 
 clean:

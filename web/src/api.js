@@ -1,10 +1,6 @@
-// The page's HTTP calls to ducktail: the tables a token may see, and a table's snapshot
-// as an Arrow IPC stream with the cursor it was taken at (DESIGN.md, "The atomic
-// hand-off").
-import { decodeBody } from './arrow.js';
-
-const ARROW_STREAM = 'application/vnd.apache.arrow.stream';
-const CURSOR_HEADER = 'Ducktail-Cursor';
+// The page's own HTTP call to ducktail, the tables a token may see, and the messages
+// for calls the browser could not make; snapshots and streams go through
+// @ducktail/client (live.js).
 
 /** A call that failed; message is meant for the user. */
 export class ApiError extends Error {}
@@ -12,12 +8,6 @@ export class ApiError extends Error {}
 /** @param {string} base an API base URL, with or without a trailing slash */
 export function normalizeBase(base) {
   return base.trim().replace(/\/+$/, '');
-}
-
-/** The stream URL for an EventSource: the token in the path, the cursor in the query. */
-export function streamURL(base, token, cursor) {
-  const url = `${base}/stream/${encodeURIComponent(token)}`;
-  return cursor ? `${url}?cursor=${encodeURIComponent(cursor)}` : url;
 }
 
 /** The message for a call the browser could not make or read at all. */
@@ -62,18 +52,4 @@ export async function listTables(base, token) {
   const res = await call(base, '/v1/tables', token, 'application/json', 'Listing the tables failed');
   const body = await res.json();
   return body.tables.map((t) => t.name);
-}
-
-/**
- * The snapshot of a table and its cursor (GET /v1/tables/{table}/snapshot).
- * @returns {Promise<{table: import('apache-arrow').Table, cursor: string}>}
- */
-export async function fetchSnapshot(base, token, table) {
-  const what = `The snapshot of ${table} failed`;
-  const res = await call(base, `/v1/tables/${encodeURIComponent(table)}/snapshot`, token, ARROW_STREAM, what);
-  const cursor = res.headers.get(CURSOR_HEADER);
-  if (!cursor) {
-    throw new ApiError(`${what}: the response has no readable ${CURSOR_HEADER} header (is it exposed by CORS?)`);
-  }
-  return { table: decodeBody(await res.arrayBuffer()), cursor };
 }

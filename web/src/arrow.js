@@ -1,33 +1,5 @@
-// Arrow IPC payloads of the stream and the snapshot, decoded with apache-arrow, and the
-// text and numbers the page shows for their values.
-import { DateUnit, Type, tableFromIPC, util } from 'apache-arrow';
-
-const fromBase64 = Uint8Array.fromBase64
-  ? (text) => Uint8Array.fromBase64(text)
-  : (text) => {
-      const bin = atob(text);
-      const out = new Uint8Array(bin.length);
-      for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-      return out;
-    };
-
-/**
- * Decodes the data of a schema or batch event: a base64 Arrow IPC stream.
- * @param {string} data
- * @returns {import('apache-arrow').Table}
- */
-export function decodePayload(data) {
-  return tableFromIPC(fromBase64(data));
-}
-
-/**
- * Decodes an Arrow IPC stream body (the snapshot).
- * @param {ArrayBuffer} body
- * @returns {import('apache-arrow').Table}
- */
-export function decodeBody(body) {
-  return tableFromIPC(new Uint8Array(body));
-}
+// The text and numbers the page shows for the values of Arrow columns.
+import { DateUnit, Type, util } from 'apache-arrow';
 
 /** @param {import('apache-arrow').DataType} type */
 export function isNumeric(type) {

@@ -1,35 +1,20 @@
-// LiveTable keeps one table live in the page: the snapshot and its cursor, then the
-// stream from that cursor, through the terminal events of the protocol (DESIGN.md,
-// "The stream"; seeds 000-002):
-//   refresh-required  close, load a new snapshot, subscribe from its cursor;
-//   reconnect         close, wait retry_ms, reopen from the last cursor;
-//   failure           close and stop;
-//   connection lost   the browser reconnects with Last-Event-ID by itself; when it gives
-//                     up (an HTTP error on reconnect, such as 503 while a server drains)
-//                     reopen from the last cursor with backoff.
-// A stream refused before it ever opened (bad token, origin not allowed) is not retried.
-import { fetchSnapshot, streamURL } from './api.js';
-import { decodePayload } from './arrow.js';
+// LiveTable keeps one table live in the page with @ducktail/client (clients/js): a
+// liveQuery (the snapshot and its cursor, then the stream from that cursor, rebuilt from
+// a new snapshot after refresh-required), or a stream from now. The package follows the
+// whole protocol (docs/consuming.md); this file turns what it reports into the page's
+// status, notices and errors. A stream or snapshot refused before it ever worked (bad
+// token, origin not allowed) is not retried.
+import { ConnectionLostError, DucktailClient, HttpError, ReconnectError } from '@ducktail/client';
+import { unreachable } from './api.js';
 
 /** The connection states the page shows. */
 export const Status = Object.freeze({
   CONNECTING: 'connecting',
   LIVE: 'live',
   RECONNECTING: 'reconnecting',
+  REFRESHING: 'refresh-required',
   CLOSED: 'closed',
 });
-
-/** The notice when a stream opens, by why it was opened. */
-const OPENED = Object.freeze({
-  snapshot: 'Stream open, continuing exactly after the snapshot.',
-  live: 'Stream open: rows committed from now on.',
-  resume: 'Stream resumed from the last cursor.',
-});
-
-/** Consecutive failed reopenings after which a once-live stream gives up. */
-const MAX_FAILURES = 8;
-/** Upper bound of a reopening delay, whatever retry_ms or the backoff say. */
-const MAX_DELAY_MS = 30_000;
 
 /**
  * @typedef {object} Handlers
@@ -46,17 +31,12 @@ export class LiveTable {
   #token;
   #table;
   #handlers;
-  /** Bumped by start and stop: callbacks of an older generation are ignored. */
-  #gen = 0;
-  /** @type {EventSource | null} */
-  #source = null;
-  #timer = 0;
-  /** The cursor of the snapshot or of the last schema or batch event. */
-  #cursor = '';
-  /** Whether a stream opened since start: refusals after that are retried. */
+  /** @type {{close(): void} | null} */
+  #live = null;
+  /** Whether the stream was live since start: failures after that are retried. */
   #opened = false;
-  /** Consecutive failed reopenings. */
-  #failures = 0;
+  /** Whether the stream is reconnecting after it was live. */
+  #resuming = false;
 
   /**
    * @param {{base: string, token: string, table: string, handlers: Handlers}} options
@@ -74,133 +54,113 @@ export class LiveTable {
    */
   start(fromSnapshot) {
     this.stop();
-    const gen = this.#gen;
-    this.#cursor = '';
     this.#opened = false;
-    this.#failures = 0;
-    if (fromSnapshot) {
-      this.#refresh(gen);
-    } else {
-      this.#subscribe(gen, '', 'live');
-    }
+    this.#resuming = false;
+    // The token goes in the path (/stream/{token}), so that a stream from another origin
+    // is a request without custom headers, which needs no CORS preflight.
+    const client = new DucktailClient({ baseUrl: this.#base, token: this.#token, tokenInPath: true });
+    if (fromSnapshot) this.#follow(client);
+    else this.#subscribe(client);
   }
 
   /** Closes the stream and cancels pending work. */
   stop() {
-    this.#gen++;
-    this.#close();
+    const live = this.#live;
+    this.#live = null;
+    live?.close();
   }
 
-  #close() {
-    clearTimeout(this.#timer);
-    this.#source?.close();
-    this.#source = null;
+  #follow(client) {
+    const h = this.#handlers;
+    h.status(Status.CONNECTING, 'loading the snapshot');
+    let snapshots = 0;
+    const lq = client.liveQuery(this.#table, {
+      onChange: (change) => {
+        if (this.#live !== lq) return;
+        if (change.kind === 'batch') {
+          h.batch(change.batch, change.cursor);
+          return;
+        }
+        h.snapshot(change.rows, change.cursor);
+        if (snapshots++ === 0) h.notice('info', 'Stream opening, continuing exactly after the snapshot.');
+        else if (change.reason === 'schema') h.notice('info', 'The table schema changed: loaded a new snapshot.');
+      },
+      onStatus: (status, detail) => {
+        if (this.#live === lq) this.#status(status, detail);
+      },
+      onError: (err) => {
+        if (this.#live !== lq || this.#opened) return;
+        if (lq.rows === null) this.#fatal(snapshotFailed(this.#base, this.#table, err));
+        else this.#fatal(refused(this.#base, err));
+      },
+    });
+    this.#live = lq;
   }
 
-  async #refresh(gen) {
-    this.#handlers.status(Status.CONNECTING, 'loading the snapshot');
-    let snap;
-    try {
-      snap = await fetchSnapshot(this.#base, this.#token, this.#table);
-    } catch (err) {
-      if (gen === this.#gen) this.#fatal(err.message);
-      return;
-    }
-    if (gen !== this.#gen) return;
-    this.#cursor = snap.cursor;
-    this.#handlers.snapshot(snap.table, snap.cursor);
-    this.#subscribe(gen, snap.cursor, 'snapshot');
+  #subscribe(client) {
+    const h = this.#handlers;
+    const stream = client.stream(this.#table);
+    this.#live = stream;
+    let notified = false;
+    stream.subscribe({
+      next: (ev) => {
+        if (this.#live !== stream) return;
+        if (ev.type === 'schema') h.schema(ev.schema, ev.cursor);
+        else h.batch(ev.rows, ev.cursor);
+      },
+      status: (status, detail) => {
+        if (this.#live !== stream) return;
+        if (status === 'live' && !notified) {
+          notified = true;
+          h.notice('info', 'Stream open: rows committed from now on.');
+        }
+        this.#status(status, detail);
+      },
+      error: (err) => {
+        if (this.#live === stream && !this.#opened) this.#fatal(refused(this.#base, err));
+      },
+    });
   }
 
-  /**
-   * Opens the stream after cursor ('' for a new subscription); `why` is 'snapshot',
-   * 'live' or 'resume' (reopening from the last cursor).
-   */
-  #subscribe(gen, cursor, why) {
-    this.#close();
-    const source = new EventSource(streamURL(this.#base, this.#token, cursor));
-    this.#source = source;
-    let sourceOpened = false;
-    this.#handlers.status(why === 'resume' ? Status.RECONNECTING : Status.CONNECTING, 'opening the stream');
-    const on = (event, fn) =>
-      source.addEventListener(event, (ev) => {
-        if (gen === this.#gen && this.#source === source) fn(ev);
-      });
-
-    on('open', () => {
-      this.#handlers.notice('info', sourceOpened ? 'Stream resumed by the browser with Last-Event-ID.' : OPENED[why]);
-      sourceOpened = true;
-      this.#opened = true;
-      this.#failures = 0;
-      this.#handlers.status(Status.LIVE, '');
-    });
-    on('schema', (ev) => {
-      const table = this.#decode(ev.data, 'schema');
-      if (!table) return;
-      this.#cursor = ev.lastEventId;
-      this.#handlers.schema(table.schema, this.#cursor);
-    });
-    on('batch', (ev) => {
-      const table = this.#decode(ev.data, 'batch');
-      if (!table) return;
-      this.#cursor = ev.lastEventId;
-      this.#handlers.batch(table, this.#cursor);
-    });
-    on('refresh-required', (ev) => {
-      this.#close();
-      const { reason } = parseData(ev.data);
-      this.#handlers.notice('warning', `Refresh required (${reason}): the stream cannot continue from the ` +
-        `last cursor. Loading a new snapshot and subscribing from its cursor.`);
-      this.#refresh(gen);
-    });
-    on('reconnect', (ev) => {
-      this.#close();
-      const { reason, retry_ms: retry } = parseData(ev.data);
-      const delay = Math.min(Math.max(Number(retry) || 0, 0), MAX_DELAY_MS);
-      this.#handlers.status(Status.RECONNECTING, reason);
-      this.#handlers.notice('info', `The server asked to reconnect (${reason}): resuming from the last ` +
-        `cursor in ${(delay / 1000).toFixed(1)} s.`);
-      this.#later(gen, delay);
-    });
-    on('failure', (ev) => {
-      const { code, message } = parseData(ev.data);
-      this.#fatal(`The stream failed (${code}): ${message}`);
-    });
-    on('error', () => {
-      if (source.readyState === EventSource.CONNECTING) {
-        this.#handlers.status(Status.RECONNECTING, 'connection lost; resuming with Last-Event-ID');
+  /** Shows a status of the package's stream or liveQuery, with a notice for each ending. */
+  #status(status, detail) {
+    const h = this.#handlers;
+    const err = detail.error;
+    switch (status) {
+      case 'live':
+        if (this.#resuming) h.notice('info', 'Stream resumed from the last cursor.');
+        this.#opened = true;
+        this.#resuming = false;
+        h.status(Status.LIVE, '');
+        return;
+      case 'reconnecting': {
+        if (!this.#opened) return;
+        this.#resuming = true;
+        const delay = `${((detail.delayMs ?? 0) / 1000).toFixed(1)} s`;
+        if (err instanceof ReconnectError) {
+          h.notice('info', `The server asked to reconnect (${err.reason}): resuming from the last cursor in ${delay}.`);
+          h.status(Status.RECONNECTING, err.reason);
+        } else if (err instanceof HttpError) {
+          h.notice('warning', `The stream could not be reopened (HTTP ${err.status}); retrying from the last cursor in ${delay}.`);
+          h.status(Status.RECONNECTING, 'the server did not take the stream back');
+        } else {
+          const why = err instanceof ConnectionLostError && err.silence ? 'the server went silent' : 'connection lost';
+          h.notice('warning', `The stream was interrupted (${why}); resuming from the last cursor in ${delay}.`);
+          h.status(Status.RECONNECTING, why);
+        }
         return;
       }
-      if (!this.#opened) {
-        this.#fatal(refused(this.#base));
+      case 'refresh-required':
+        h.notice('warning', `Refresh required (${detail.reason}): the stream cannot continue from the ` +
+          'last cursor. Loading a new snapshot and subscribing from its cursor.');
+        h.status(Status.REFRESHING, detail.reason ?? '');
         return;
-      }
-      this.#failures++;
-      if (this.#failures > MAX_FAILURES) {
-        this.#fatal(`The stream could not be reopened after ${MAX_FAILURES} attempts.`);
+      case 'failed':
+        this.#fatal(err ? `The stream failed: ${err.message}` : 'The stream failed.');
         return;
-      }
-      const delay = Math.min(1000 * 2 ** (this.#failures - 1), MAX_DELAY_MS) * (0.5 + Math.random() / 2);
-      this.#handlers.status(Status.RECONNECTING, 'the server did not take the stream back');
-      this.#handlers.notice('warning', `The stream could not be reopened (attempt ${this.#failures}); ` +
-        `retrying from the last cursor in ${(delay / 1000).toFixed(1)} s.`);
-      this.#later(gen, delay);
-    });
-  }
-
-  #later(gen, delay) {
-    this.#close();
-    this.#timer = setTimeout(() => {
-      if (gen === this.#gen) this.#subscribe(gen, this.#cursor, 'resume');
-    }, delay);
-  }
-
-  #decode(data, event) {
-    try {
-      return decodePayload(data);
-    } catch (err) {
-      this.#fatal(`A ${event} event could not be decoded as Arrow IPC: ${err.message}`);
-      return null;
+      case 'connecting':
+        h.status(Status.CONNECTING, 'opening the stream');
+        return;
     }
   }
 
@@ -210,18 +170,22 @@ export class LiveTable {
   }
 }
 
-function parseData(data) {
-  try {
-    return JSON.parse(data) ?? {};
-  } catch {
-    return {};
-  }
+function snapshotFailed(base, table, err) {
+  const what = `The snapshot of ${table} failed`;
+  return err instanceof HttpError ? `${what}: ${httpText(err)}` : unreachable(base, what);
 }
 
-// EventSource reports no status code, so the message names what a refusal can be.
-function refused(base) {
+/** The message for a stream that never opened. */
+function refused(base, err) {
+  if (err instanceof HttpError) return `The stream from ${base} was refused before it started: ${httpText(err)}`;
+  // fetch reports a refusal without CORS headers as a network error, with no status.
   return `The stream from ${base} was refused before it started. The browser does not say why: ` +
     `an HTTP error (401 unknown, expired or revoked token; 403 token for another table, or this ` +
     `origin, ${location.origin}, is not on the server's --cors-origin allow-list; 429 or 503 busy), ` +
     `or the server is unreachable.`;
+}
+
+function httpText(err) {
+  const detail = err.problem?.detail || err.problem?.title || '';
+  return `HTTP ${err.status}${detail ? ` – ${detail}` : ''}`;
 }
