@@ -33,7 +33,7 @@ vet:
 ## bench: Go benchmarks; writes docs/benchmarks.md with the numbers and the method
 bench: bench-data
 	mkdir -p bin
-	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem -timeout 60m ./api ./store | tee bin/bench.out
+	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem -timeout 60m ./api ./store ./ingest | tee bin/bench.out
 	scripts/bench-report.sh bin/bench.out > docs/benchmarks.md
 
 ## bench-data: the 3M-row flights Parquet file (vega-datasets 3.2.1, npm registry)
@@ -43,7 +43,7 @@ testdata/bench/flights-3m.parquet:
 	cd testdata/bench && npm pack vega-datasets@3.2.1 --silent >/dev/null && tar -xzf vega-datasets-3.2.1.tgz package/data/flights-3m.parquet && mv package/data/flights-3m.parquet . && rm -rf package vega-datasets-3.2.1.tgz
 
 ## fuzz: each fuzz target for FUZZTIME (default 30s)
-FUZZ_TARGETS := ./api:FuzzDecodeCSV ./api:FuzzDecodeJSON ./api:FuzzDecodeNDJSON ./api:FuzzDecodeArrow \
+FUZZ_TARGETS := ./ingest:FuzzDecodeCSV ./ingest:FuzzDecodeJSON ./ingest:FuzzDecodeNDJSON ./ingest:FuzzDecodeArrow \
 	./stream:FuzzCursorDecode ./stream:FuzzCheckLastEventID ./api:FuzzSSEEncoding
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \

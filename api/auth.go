@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/time/rate"
 
@@ -48,10 +49,9 @@ func (s *Server) checkToken(w http.ResponseWriter, secret string) (store.Token, 
 		return store.Token{}, err
 	}
 	if wait, ok := s.limits.allow(tok.ID); !ok {
-		s.metrics.authFailures.WithLabelValues("rate_limited").Inc()
-		e := statusError(http.StatusTooManyRequests, "rate_limited", "this token is over its request rate; retry later")
-		e.retryAfter = wait
-		return store.Token{}, e
+		s.metrics.authFailures.WithLabelValues(string(store.CodeRateLimited)).Inc()
+		return store.Token{}, &store.Error{Code: store.CodeRateLimited, Message: "this token is over its request rate; retry later",
+			RetryAfter: time.Duration(wait) * time.Second}
 	}
 	return tok, nil
 }

@@ -70,7 +70,7 @@ func newMetrics(reg *prometheus.Registry, hub *stream.Hub) *metrics {
 			Help: "Commits replayed by one resumed stream.", Buckets: prometheus.ExponentialBuckets(1, 4, 10)}),
 		streamsActive: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ducktail_streams_active", Help: "Open streams."}),
 		streamRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ducktail_stream_refusals_total",
-			Help: "Streams refused before they started, by reason: token, table, origin, scope, last_event_id, encoding, not_found, draining, admission, token_streams."}, []string{"reason"}),
+			Help: "Streams refused before they started, by reason: token, table, origin, scope, last_event_id, encoding, and the error code of a refusal by the hub (not_found, unavailable, too_many_streams)."}, []string{"reason"}),
 		framesSent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ducktail_stream_frames_total",
 			Help: "Stream events written, by event type."}, []string{"event"}),
 		bytesSent: prometheus.NewCounter(prometheus.CounterOpts{Name: "ducktail_stream_bytes_total", Help: "Stream bytes written."}),

@@ -4,13 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/ducktail/ducktail/snapshot"
 	"github.com/ducktail/ducktail/store"
-	"github.com/ducktail/ducktail/stream"
 )
 
 // problemTypeBase prefixes every problem type URI; the code follows it.
@@ -35,64 +34,63 @@ type Problem struct {
 	RequestID string `json:"request_id,omitempty"`
 }
 
-// statusByCode is the one table mapping store error codes to HTTP statuses (STYLE.md,
-// "One coded application error").
+// statusByCode is the one table mapping error codes to HTTP statuses (RFC 9110, section
+// 15); an error without a code, or with CodeInternal, is a 500.
 var statusByCode = map[store.Code]int{
-	store.CodeInvalid:       http.StatusBadRequest,
-	store.CodeUnprocessable: http.StatusUnprocessableEntity,
-	store.CodeNotFound:      http.StatusNotFound,
-	store.CodeConflict:      http.StatusConflict,
-	store.CodeTooLarge:      http.StatusRequestEntityTooLarge,
-	store.CodeTimeout:       http.StatusUnprocessableEntity,
-	store.CodeUnauthorized:  http.StatusUnauthorized,
-	store.CodeForbidden:     http.StatusForbidden,
-	store.CodeInternal:      http.StatusInternalServerError,
+	store.CodeInvalid:              http.StatusBadRequest,
+	store.CodeUnprocessable:        http.StatusUnprocessableEntity,
+	store.CodeNotFound:             http.StatusNotFound,
+	store.CodeConflict:             http.StatusConflict,
+	store.CodeTooLarge:             http.StatusRequestEntityTooLarge,
+	store.CodeResultTooLarge:       http.StatusUnprocessableEntity,
+	store.CodeTimeout:              http.StatusUnprocessableEntity,
+	store.CodeUnauthorized:         http.StatusUnauthorized,
+	store.CodeForbidden:            http.StatusForbidden,
+	store.CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	store.CodeNotAcceptable:        http.StatusNotAcceptable,
+	store.CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	store.CodeRateLimited:          http.StatusTooManyRequests,
+	store.CodeTooManyStreams:       http.StatusTooManyRequests,
+	store.CodeUnavailable:          http.StatusServiceUnavailable,
+	store.CodeInternal:             http.StatusInternalServerError,
 }
 
-// apiError is an error with an explicit status, for conditions that are not store codes
-// (415, 406, 429, 503).
-type apiError struct {
-	status     int
-	code       string
-	message    string
-	retryAfter int // seconds; 0 omits Retry-After
+// problemCode is the "code" member clients see for c: its name, except that a result
+// over its size limit is "too_large" like a body over its limit (docs/api.md, "Errors").
+func problemCode(c store.Code) string {
+	if c == store.CodeResultTooLarge {
+		return string(store.CodeTooLarge)
+	}
+	return string(c)
 }
 
-func (e *apiError) Error() string { return e.message }
-
-func statusError(status int, code, message string) *apiError {
-	return &apiError{status: status, code: code, message: message}
+// retryAfter is the Retry-After of a refusal in whole seconds, 0 for none: the error's
+// own RetryAfter, else the hub's reconnect delay for the codes a later retry may cure
+// (unavailable, too many streams).
+func (s *Server) retryAfter(e *store.Error) int {
+	if e.RetryAfter > 0 {
+		return int(max(math.Ceil(e.RetryAfter.Seconds()), 1))
+	}
+	switch e.Code {
+	case store.CodeUnavailable, store.CodeTooManyStreams:
+		return s.retryAfterSeconds()
+	}
+	return 0
 }
 
 // writeError answers err as problem+json: the status from the error's code, the client-safe
-// message as detail, the location fields of a *store.Error. Uncoded errors are logged and
-// answered with a generic 500.
+// message as detail, the location fields and Retry-After of a *store.Error. Uncoded errors
+// are logged and answered with a generic 500.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p := Problem{Instance: redactedPath(r), RequestID: requestID(r.Context())}
-	var ae *apiError
 	var se *store.Error
-	switch {
-	case errors.As(err, &ae):
-		p.Status, p.Code, p.Detail = ae.status, ae.code, ae.message
-		if ae.retryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(ae.retryAfter))
-		}
-	case errors.Is(err, errUnsupportedMediaType) && errors.As(err, &se):
-		p.Status, p.Code, p.Detail = http.StatusUnsupportedMediaType, "unsupported_media_type", se.Message
-	case errors.Is(err, snapshot.ErrNotAcceptable) && errors.As(err, &se):
-		p.Status, p.Code, p.Detail = http.StatusNotAcceptable, "not_acceptable", se.Message
-	case errors.As(err, &se) && se.Code != store.CodeInternal:
-		p.Status, p.Code, p.Detail = statusByCode[se.Code], string(se.Code), se.Message
+	if errors.As(err, &se) && se.Code != store.CodeInternal && statusByCode[se.Code] != 0 {
+		p.Status, p.Code, p.Detail = statusByCode[se.Code], problemCode(se.Code), se.Message
 		p.Row, p.Line, p.Column, p.Field = se.Row, se.Line, se.Column, se.Field
-	case errors.Is(err, stream.ErrDraining), errors.Is(err, stream.ErrAdmission):
-		p.Status, p.Code, p.Detail = http.StatusServiceUnavailable, "unavailable", err.Error()
-		w.Header().Set("Retry-After", strconv.Itoa(s.retryAfterSeconds()))
-	case errors.Is(err, stream.ErrTokenStreams):
-		p.Status, p.Code, p.Detail = http.StatusTooManyRequests, "too_many_streams", err.Error()
-		w.Header().Set("Retry-After", strconv.Itoa(s.retryAfterSeconds()))
-	case errors.Is(err, store.ErrClosed):
-		p.Status, p.Code, p.Detail = http.StatusServiceUnavailable, "unavailable", "the server is shutting down"
-	default:
+		if secs := s.retryAfter(se); secs > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+		}
+	} else {
 		s.log.LogAttrs(r.Context(), slog.LevelError, "internal error", slog.String(logKeyRequestID, p.RequestID), slog.Any("err", err))
 		p.Status, p.Code, p.Detail = http.StatusInternalServerError, string(store.CodeInternal), "internal error"
 	}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -111,7 +110,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		s.metrics.queryRefusals.WithLabelValues(string(store.ErrorCode(err))).Inc()
 		if store.ErrorCode(err) == store.CodeTooLarge {
 			// 413 is about the request; an over-large result is the query's fault.
-			err = statusError(http.StatusUnprocessableEntity, "too_large", err.Error())
+			err = &store.Error{Code: store.CodeResultTooLarge, Message: err.Error()}
 		}
 		s.writeError(w, r, err)
 		return
@@ -153,9 +152,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request, sem chan struct
 	case sem <- struct{}{}:
 		return true
 	default:
-		e := statusError(http.StatusServiceUnavailable, "unavailable", fmt.Sprintf("%d %s; retry shortly", cap(sem), what))
-		e.retryAfter = s.retryAfterSeconds()
-		s.writeError(w, r, e)
+		s.writeError(w, r, store.Errorf(store.CodeUnavailable, "%d %s; retry shortly", cap(sem), what))
 		return false
 	}
 }

@@ -163,18 +163,19 @@ func (s *Server) routes() chi.Router {
 		})
 	})
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, statusError(http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path))
+		s.writeError(w, r, store.Errorf(store.CodeNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		// RFC 9110 §15.5.6: a 405 lists the methods the resource supports.
 		allowed := s.methods[routePattern(req)]
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		s.writeError(w, req, statusError(http.StatusMethodNotAllowed, "method_not_allowed", req.Method+" is not allowed here; use "+strings.Join(allowed, " or ")))
+		s.writeError(w, req, store.Errorf(store.CodeMethodNotAllowed, "%s is not allowed here; use %s", req.Method, strings.Join(allowed, " or ")))
 	})
 	return r
 }
 
-// retryAfterSeconds is the Retry-After sent with 503 and 429 stream refusals.
+// retryAfterSeconds is the Retry-After sent with refusals a later retry may cure
+// (store.CodeUnavailable, store.CodeTooManyStreams) that carry no delay of their own.
 func (s *Server) retryAfterSeconds() int {
 	return int(max(s.hub.Retry/time.Second, 1))
 }

@@ -79,7 +79,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 	framing := negotiateFraming(r.Header.Get("Accept"))
 	sess, err := s.hub.Subscribe(stream.SubscribeRequest{Table: table, Token: tok, Framing: framing, Encoding: encoding, Cursor: cursor})
 	if err != nil {
-		s.refuseStream(w, r, streamRefusalReason(err), err)
+		s.refuseStream(w, r, string(store.ErrorCode(err)), err)
 		return
 	}
 	defer sess.Close()
@@ -175,18 +175,6 @@ func (d *writeDeadline) extend() {
 	if err := d.rc.SetWriteDeadline(d.at); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		d.s.log.Debug("set write deadline", "err", err)
 	}
-}
-
-func streamRefusalReason(err error) string {
-	switch {
-	case errors.Is(err, stream.ErrDraining):
-		return "draining"
-	case errors.Is(err, stream.ErrAdmission):
-		return "admission"
-	case errors.Is(err, stream.ErrTokenStreams):
-		return "token_streams"
-	}
-	return string(store.ErrorCode(err))
 }
 
 // negotiateFraming picks the framing from an Accept header: the supported media type with

@@ -37,7 +37,7 @@ const (
 var formats = []Format{FormatJSON, FormatArrow, FormatNDJSON, FormatCSV, FormatParquet}
 
 // ErrNotAcceptable is wrapped by Negotiate's error when no format matches the Accept
-// header; the api package answers it with 406 Not Acceptable (RFC 9110 §15.5.7).
+// header (RFC 9110, section 12.5.1).
 var ErrNotAcceptable = errors.New("not acceptable")
 
 // ContentType returns f's media type with its parameters, or "" for an unknown format.
@@ -71,7 +71,7 @@ func (f Format) check() error {
 // between equal qualities the order is JSON, Arrow, NDJSON, CSV, Parquet, so an empty
 // header, "*/*" and "application/*" all give JSON, the friendliest format for both
 // endpoints. Media-range parameters other than q are ignored, and so are malformed
-// ranges. The error, when nothing acceptable can be produced, is a CodeInvalid
+// ranges. The error, when nothing acceptable can be produced, is a CodeNotAcceptable
 // *store.Error wrapping ErrNotAcceptable.
 func Negotiate(accept string) (Format, string, error) {
 	if strings.TrimSpace(accept) == "" {
@@ -86,7 +86,7 @@ func Negotiate(accept string) (Format, string, error) {
 		}
 	}
 	if bestQ == 0 {
-		return "", "", &store.Error{Code: store.CodeInvalid, Err: ErrNotAcceptable,
+		return "", "", &store.Error{Code: store.CodeNotAcceptable, Err: ErrNotAcceptable,
 			Message: "no acceptable media type in Accept; this endpoint produces " + ContentTypeJSON + ", " + ContentTypeArrow + ", " +
 				ContentTypeNDJSON + ", text/csv and " + ContentTypeParquet}
 	}

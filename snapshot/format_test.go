@@ -41,8 +41,8 @@ func TestNegotiate(t *testing.T) {
 	}
 	for _, accept := range []string{"image/png", "text/html", "application/json;q=0", "text/csv;q=abc", "*/json"} {
 		f, _, err := snapshot.Negotiate(accept)
-		if !errors.Is(err, snapshot.ErrNotAcceptable) || store.ErrorCode(err) != store.CodeInvalid {
-			t.Errorf("Negotiate(%q) = %q, %v; want a CodeInvalid error wrapping ErrNotAcceptable", accept, f, err)
+		if !errors.Is(err, snapshot.ErrNotAcceptable) || store.ErrorCode(err) != store.CodeNotAcceptable {
+			t.Errorf("Negotiate(%q) = %q, %v; want a CodeNotAcceptable error wrapping ErrNotAcceptable", accept, f, err)
 		}
 	}
 }

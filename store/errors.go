@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
-// Code classifies an Error. The api package maps each code to one HTTP status in a single
-// table (STYLE.md, "One coded application error"); clients see the code in the
-// problem+json body (RFC 9457) as the "code" member.
+// Code classifies an Error: every refusal ducktail gives has one. The api package maps
+// each code to a status in a single table; clients see the code in the problem+json body
+// (RFC 9457) as the "code" member, and metrics label refusals with it.
 type Code string
 
 // Error codes.
@@ -18,19 +19,38 @@ const (
 	// CodeUnprocessable: the request is well formed but a row or value does not fit the
 	// table's schema, or a query was refused by the sandbox.
 	CodeUnprocessable Code = "unprocessable"
-	// CodeNotFound: the named table, column or token does not exist.
+	// CodeNotFound: the named table, column, token or endpoint does not exist.
 	CodeNotFound Code = "not_found"
 	// CodeConflict: the named thing already exists, the schema changed under the request,
 	// or an Idempotency-Key was reused with a different body.
 	CodeConflict Code = "conflict"
-	// CodeTooLarge: a body or a result is over its size limit.
+	// CodeTooLarge: a request body, what it decodes to, or a query result is over its
+	// size limit.
 	CodeTooLarge Code = "too_large"
 	// CodeTimeout: a query ran past its time limit and was cancelled.
 	CodeTimeout Code = "timeout"
-	// CodeUnauthorized: the token is unknown, malformed, expired or revoked.
+	// CodeUnauthorized: the request carries no token, or one that is unknown, expired
+	// or revoked.
 	CodeUnauthorized Code = "unauthorized"
 	// CodeForbidden: the token's purpose or table scope does not allow the request.
 	CodeForbidden Code = "forbidden"
+	// CodeResultTooLarge: a query's result is over its size limit, told apart from
+	// CodeTooLarge where the query, not the request's size, is at fault; clients see
+	// it under the name "too_large".
+	CodeResultTooLarge Code = "result_too_large"
+	// CodeUnsupportedMediaType: the request body's media type is not one ducktail reads.
+	CodeUnsupportedMediaType Code = "unsupported_media_type"
+	// CodeNotAcceptable: no response format ducktail writes matches the request's Accept.
+	CodeNotAcceptable Code = "not_acceptable"
+	// CodeMethodNotAllowed: the path exists but does not take the request's method.
+	CodeMethodNotAllowed Code = "method_not_allowed"
+	// CodeRateLimited: the token is over its request rate; RetryAfter says when to retry.
+	CodeRateLimited Code = "rate_limited"
+	// CodeTooManyStreams: the token has as many streams open as it may.
+	CodeTooManyStreams Code = "too_many_streams"
+	// CodeUnavailable: the server cannot take the request now (shutting down, draining,
+	// or all slots of a bounded resource taken); retrying later, or elsewhere, may work.
+	CodeUnavailable Code = "unavailable"
 	// CodeInternal: anything else; the message is generic and the cause is logged.
 	CodeInternal Code = "internal"
 )
@@ -49,6 +69,9 @@ type Error struct {
 	// Field is the request field, header or parameter that was wrong ("ttl",
 	// "Idempotency-Key"), or "".
 	Field string
+	// RetryAfter, when not 0, is how long the client should wait before retrying
+	// (CodeRateLimited, CodeUnavailable).
+	RetryAfter time.Duration
 	// Err is the underlying cause, or nil.
 	Err error
 }
@@ -95,10 +118,11 @@ func ErrorCode(err error) Code {
 	return CodeInternal
 }
 
-// Sentinel errors, each wrapped in an *Error where returned so that ErrorCode works.
+// Sentinel errors. ErrTableNotFound and ErrSchemaChanged are wrapped in an *Error where
+// returned so that ErrorCode works; ErrClosed is one.
 var (
-	// ErrClosed is returned by every method after Close.
-	ErrClosed = errors.New("store closed")
+	// ErrClosed is returned by every method after Close; its code is CodeUnavailable.
+	ErrClosed error = &Error{Code: CodeUnavailable, Message: "the server is shutting down"}
 	// ErrTableNotFound is returned when a table name does not name a live table.
 	ErrTableNotFound = errors.New("table not found")
 	// ErrSchemaChanged is returned by Append when the table's schema changed after the

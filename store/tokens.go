@@ -68,7 +68,7 @@ func (t Token) Allows(purpose Purpose, table string) bool {
 }
 
 // Token errors returned by Authenticate, each inside an *Error: ErrTokenMalformed has
-// CodeInvalid (HTTP 400 before a stream), the others CodeUnauthorized (401).
+// CodeInvalid, the others CodeUnauthorized.
 var (
 	ErrTokenMalformed = errors.New("malformed token")
 	ErrTokenUnknown   = errors.New("unknown token")

@@ -114,7 +114,7 @@ func (c *Codec) mac(payload []byte) []byte {
 const MaxLastEventIDLen = 512
 
 // ErrBadLastEventID is returned by CheckLastEventID: the header is not framed correctly,
-// which is HTTP 400 before the stream starts (DESIGN.md, "The cursor").
+// which refuses the stream before it starts (docs/design.md, "The cursor").
 var ErrBadLastEventID = errors.New("Last-Event-ID header is longer than 512 bytes or holds control characters")
 
 // CheckLastEventID checks the framing of a Last-Event-ID (or ?cursor=) value: at most

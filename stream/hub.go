@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -26,14 +25,17 @@ const (
 	DefaultRetry              = 2 * time.Second
 )
 
-// Errors returned by Hub.Subscribe, before a stream starts; the api maps them to statuses.
+// Errors returned by Hub.Subscribe, before a stream starts: coded *store.Error values,
+// compared with errors.Is; the api maps their codes to statuses.
 var (
-	// ErrDraining: the server is shutting down and accepts no new streams (503).
-	ErrDraining = errors.New("server is draining; reconnect to another instance or retry")
-	// ErrAdmission: MaxStreams streams are open (503 with Retry-After).
-	ErrAdmission = errors.New("stream admission limit reached")
-	// ErrTokenStreams: the token has MaxStreamsPerToken streams open (429).
-	ErrTokenStreams = errors.New("too many open streams for this token")
+	// ErrDraining: the server is shutting down and accepts no new streams
+	// (store.CodeUnavailable).
+	ErrDraining error = &store.Error{Code: store.CodeUnavailable, Message: "server is draining; reconnect to another instance or retry"}
+	// ErrAdmission: MaxStreams streams are open (store.CodeUnavailable).
+	ErrAdmission error = &store.Error{Code: store.CodeUnavailable, Message: "stream admission limit reached"}
+	// ErrTokenStreams: the token has MaxStreamsPerToken streams open
+	// (store.CodeTooManyStreams).
+	ErrTokenStreams error = &store.Error{Code: store.CodeTooManyStreams, Message: "too many open streams for this token"}
 )
 
 // Hub fans every published commit out to the live subscribers of its table. Publish never

@@ -1,4 +1,4 @@
-package api
+package ingest
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ import (
 // VARCHAR and BLOB (whose value is the field's raw bytes).
 type csvDecoder struct{}
 
-// Decode implements rowDecoder. Header names are matched to columns exactly, then
+// Decode implements Decoder. Header names are matched to columns exactly, then
 // case-insensitively; an unknown name is CodeUnprocessable, two names for one column
 // CodeInvalid; columns missing from the header are NULL.
 func (csvDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, error) {
@@ -88,9 +88,9 @@ func (csvDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, error
 	return finishRecord(s, bs, rows), nil
 }
 
-// Infer implements rowDecoder: the header names the columns, in order, each checked
+// Infer implements Decoder: the header names the columns, in order, each checked
 // with store.ValidateColumnName and unique case-insensitively (CodeInvalid); each
-// column's type is inferred from all its values by textTypes (see ingest_infer.go).
+// column's type is inferred from all its values by textTypes (see infer.go).
 func (csvDecoder) Infer(body []byte) ([]store.ColumnSpec, error) {
 	c := newCSVBody(body)
 	header, err := c.header()

@@ -1,4 +1,9 @@
-package api
+// Package ingest turns the body of an ingest request into one Arrow record batch for one
+// commit and commits it (docs/design.md, "Ingest"): DecoderFor picks the decoder of a
+// media type (CSV, JSON, NDJSON, Arrow IPC), a Decoder infers a new table's columns and
+// decodes a body under a table's schema, and Ingester.Ingest is the whole operation.
+// Every refusal is a *store.Error naming the row, line and column of bad input.
+package ingest
 
 import (
 	"errors"
@@ -11,10 +16,10 @@ import (
 	"github.com/ducktail/ducktail/store"
 )
 
-// rowDecoder turns one request body of POST /v1/tables/{table}/rows into one Arrow record
-// batch for one commit (DESIGN.md, "Ingest": one request = one commit, all or nothing).
+// Decoder turns one request body of POST /v1/tables/{table}/rows into one Arrow record
+// batch for one commit (docs/design.md, "Ingest": one request = one commit, all or nothing).
 // Implementations hold no state between calls and are safe for concurrent use.
-type rowDecoder interface {
+type Decoder interface {
 	// Infer returns the column specs a new table gets when created from this body
 	// (?create=true), in the body's column order, each name checked with
 	// store.ValidateColumnName and each type spelled as a store.Type. Errors are
@@ -33,7 +38,7 @@ type rowDecoder interface {
 	Decode(body []byte, s *store.Schema) (arrow.RecordBatch, error)
 }
 
-// Media types accepted by POST /v1/tables/{table}/rows (DESIGN.md, "Ingest").
+// Media types accepted by POST /v1/tables/{table}/rows (docs/design.md, "Ingest").
 const (
 	mediaCSV         = "text/csv"                            // RFC 4180, header row required
 	mediaJSON        = "application/json"                    // RFC 8259, an array of objects
@@ -43,16 +48,11 @@ const (
 	mediaArrowFile   = "application/vnd.apache.arrow.file"   // Arrow IPC file format
 )
 
-// errUnsupportedMediaType is wrapped (as Err) in the CodeInvalid *store.Error that
-// decoderFor returns for a Content-Type it has no decoder for, so that the handler can
-// answer 415 Unsupported Media Type (RFC 9110, section 15.5.16) instead of 400.
-var errUnsupportedMediaType = errors.New("unsupported media type")
-
-// decoderFor returns the decoder for a Content-Type header value. The media type is
+// DecoderFor returns the decoder for a Content-Type header value. The media type is
 // compared case-insensitively and its parameters (charset and others) are ignored
 // (RFC 9110, section 8.3.1); every body is read as UTF-8. An empty, malformed or
-// unsupported value yields a CodeInvalid *store.Error wrapping errUnsupportedMediaType.
-func decoderFor(contentType string) (rowDecoder, error) {
+// unsupported value yields a CodeUnsupportedMediaType *store.Error.
+func DecoderFor(contentType string) (Decoder, error) {
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil && !errors.Is(err, mime.ErrInvalidMediaParameter) {
 		mt = ""
@@ -70,18 +70,17 @@ func decoderFor(contentType string) (rowDecoder, error) {
 		return arrowDecoder{file: true}, nil
 	}
 	return nil, &store.Error{
-		Code: store.CodeInvalid,
+		Code: store.CodeUnsupportedMediaType,
 		Message: "unsupported Content-Type " + quoteValue(contentType) + "; send " + mediaCSV + ", " +
 			mediaJSON + ", " + mediaNDJSON + ", " + mediaArrowStream + " or " + mediaArrowFile,
-		Err: errUnsupportedMediaType,
 	}
 }
 
-// Compile-time checks that every decoder satisfies rowDecoder.
+// Compile-time checks that every decoder satisfies Decoder.
 var (
-	_ rowDecoder = csvDecoder{}
-	_ rowDecoder = jsonDecoder{}
-	_ rowDecoder = arrowDecoder{}
+	_ Decoder = csvDecoder{}
+	_ Decoder = jsonDecoder{}
+	_ Decoder = arrowDecoder{}
 )
 
 // valueError returns the CodeUnprocessable *store.Error for a value that does not fit

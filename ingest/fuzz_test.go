@@ -1,4 +1,4 @@
-package api
+package ingest
 
 import (
 	"bytes"
@@ -54,7 +54,7 @@ func checkFuzzResult(t *testing.T, rec arrow.RecordBatch, err error, s *store.Sc
 }
 
 // checkInferThenDecode infers columns from body and requires Decode to accept it.
-func checkInferThenDecode(t *testing.T, d rowDecoder, body []byte, mustDecode bool) {
+func checkInferThenDecode(t *testing.T, d Decoder, body []byte, mustDecode bool) {
 	t.Helper()
 	specs, err := d.Infer(body)
 	if !checkErr(t, err) {

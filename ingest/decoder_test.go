@@ -1,4 +1,4 @@
-package api
+package ingest
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 func TestDecoderFor(t *testing.T) {
 	for _, tc := range []struct {
 		contentType string
-		want        rowDecoder
+		want        Decoder
 	}{
 		{"text/csv", csvDecoder{}},
 		{"text/csv; charset=utf-8", csvDecoder{}},
@@ -34,20 +34,20 @@ func TestDecoderFor(t *testing.T) {
 		{"application/vnd.apache.arrow.stream", arrowDecoder{}},
 		{"application/vnd.apache.arrow.file", arrowDecoder{file: true}},
 	} {
-		got, err := decoderFor(tc.contentType)
+		got, err := DecoderFor(tc.contentType)
 		if err != nil {
-			t.Errorf("decoderFor(%q): %v", tc.contentType, err)
+			t.Errorf("DecoderFor(%q): %v", tc.contentType, err)
 			continue
 		}
 		if got != tc.want {
-			t.Errorf("decoderFor(%q) = %#v, want %#v", tc.contentType, got, tc.want)
+			t.Errorf("DecoderFor(%q) = %#v, want %#v", tc.contentType, got, tc.want)
 		}
 	}
 	for _, ct := range []string{"", "text/plain", "application/xml", "application/x-www-form-urlencoded", "text", "/", "application/parquet"} {
-		_, err := decoderFor(ct)
+		_, err := DecoderFor(ct)
 		var e *store.Error
-		if !errors.As(err, &e) || e.Code != store.CodeInvalid || !errors.Is(err, errUnsupportedMediaType) {
-			t.Errorf("decoderFor(%q) error = %v, want CodeInvalid wrapping errUnsupportedMediaType", ct, err)
+		if !errors.As(err, &e) || e.Code != store.CodeUnsupportedMediaType {
+			t.Errorf("DecoderFor(%q) error = %v, want CodeUnsupportedMediaType", ct, err)
 		}
 	}
 }
@@ -88,7 +88,7 @@ func schemaFromSpecs(t testing.TB, specs []store.ColumnSpec) *store.Schema {
 // schema and buffers.
 func decodeOK(t testing.TB, contentType, body string, s *store.Schema) arrow.RecordBatch {
 	t.Helper()
-	d, err := decoderFor(contentType)
+	d, err := DecoderFor(contentType)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func checkRecord(t testing.TB, rec arrow.RecordBatch, s *store.Schema) {
 // decodeErr decodes body and returns the *store.Error it must fail with.
 func decodeErr(t testing.TB, contentType, body string, s *store.Schema) *store.Error {
 	t.Helper()
-	d, err := decoderFor(contentType)
+	d, err := DecoderFor(contentType)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package api
+package ingest
 
 import (
 	"slices"
@@ -13,7 +13,7 @@ import (
 // inferOK infers the columns of body and checks that Decode then accepts the body.
 func inferOK(t testing.TB, contentType, body string) []store.ColumnSpec {
 	t.Helper()
-	d, err := decoderFor(contentType)
+	d, err := DecoderFor(contentType)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func inferOK(t testing.TB, contentType, body string) []store.ColumnSpec {
 // inferErr returns the *store.Error Infer must fail with.
 func inferErr(t testing.TB, contentType, body string) *store.Error {
 	t.Helper()
-	d, err := decoderFor(contentType)
+	d, err := DecoderFor(contentType)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package api
+package ingest
 
 import (
 	"bytes"
@@ -84,7 +84,7 @@ func benchmarkDecode(b *testing.B, contentType string) {
 	}
 	body := bodies[contentType]
 	s := benchSchema(b)
-	d, err := decoderFor(contentType)
+	d, err := DecoderFor(contentType)
 	if err != nil {
 		b.Fatal(err)
 	}

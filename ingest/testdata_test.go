@@ -1,4 +1,4 @@
-package api
+package ingest
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ func readTestdata(t testing.TB, name string) []byte {
 func inferAndDecode(t *testing.T, name, contentType string, want []store.ColumnSpec) arrow.RecordBatch {
 	t.Helper()
 	body := readTestdata(t, name)
-	d, err := decoderFor(contentType)
+	d, err := DecoderFor(contentType)
 	if err != nil {
 		t.Fatal(err)
 	}
