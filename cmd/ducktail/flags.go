@@ -22,7 +22,8 @@ func addStoreFlags(f *pflag.FlagSet, db *store.DB) {
 	f.StringVar(&db.MemoryLimit, "memory-limit", "", "DuckDB memory_limit, e.g. 4GB (default: DuckDB's, 80% of RAM)")
 	f.IntVar(&db.Threads, "threads", 0, "DuckDB threads (default: one per core)")
 	f.IntVar(&db.ReadConns, "read-conns", db.ReadConns, "concurrent read transactions (snapshots, queries, replays)")
-	f.Int64Var(&db.CheckpointBytes, "checkpoint-bytes", db.CheckpointBytes, "committed bytes between explicit checkpoints")
+	f.Int64Var(&db.CheckpointBytes, "checkpoint-bytes", db.CheckpointBytes, "size of DuckDB's WAL file that makes the writer checkpoint (the WAL stays under twice it)")
+	f.Int64Var(&db.CheckpointCommits, "checkpoint-commits", db.CheckpointCommits, "commits since the last checkpoint that make the writer checkpoint (bounds the WAL replay after a crash)")
 }
 
 func addStreamFlags(f *pflag.FlagSet, h *stream.Hub) {
