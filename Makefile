@@ -44,7 +44,7 @@ testdata/bench/flights-3m.parquet:
 
 ## fuzz: each fuzz target for FUZZTIME (default 30s)
 FUZZ_TARGETS := ./ingest:FuzzDecodeCSV ./ingest:FuzzDecodeJSON ./ingest:FuzzDecodeNDJSON ./ingest:FuzzDecodeArrow \
-	./stream:FuzzCursorDecode ./stream:FuzzCheckLastEventID ./api:FuzzSSEEncoding
+	./store:FuzzCursorDecode ./stream:FuzzCheckLastEventID ./stream:FuzzSSEEncoding
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "== $$fn ($$pkg, $(FUZZTIME))"; \

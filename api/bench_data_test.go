@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/valuetext"
 )
 
 // benchFlightsFile is the 3M-row BTS flights file that `make bench-data` fetches.
@@ -107,7 +108,7 @@ func arrowBody(b *testing.B, rec arrow.RecordBatch) []byte {
 	return buf.Bytes()
 }
 
-// csvBody encodes rec as CSV with a header row (values as store.AppendTextValue writes
+// csvBody encodes rec as CSV with a header row (values as valuetext.AppendTextValue writes
 // them; none of the flights values needs quoting).
 func csvBody(rec arrow.RecordBatch) []byte {
 	var buf []byte
@@ -123,7 +124,7 @@ func csvBody(rec arrow.RecordBatch) []byte {
 			if c > 0 {
 				buf = append(buf, ',')
 			}
-			buf = store.AppendTextValue(buf, rec.Column(c), r)
+			buf = valuetext.AppendTextValue(buf, rec.Column(c), r)
 		}
 		buf = append(buf, '\n')
 	}
@@ -145,9 +146,9 @@ func jsonBody(rec arrow.RecordBatch, ndjson bool) []byte {
 			if c > 0 {
 				buf = append(buf, ',')
 			}
-			buf = store.AppendJSONString(buf, f.Name)
+			buf = valuetext.AppendJSONString(buf, f.Name)
 			buf = append(buf, ':')
-			buf = store.AppendJSONValue(buf, rec.Column(c), r, false)
+			buf = valuetext.AppendJSONValue(buf, rec.Column(c), r, false)
 		}
 		buf = append(buf, '}')
 		if ndjson {

@@ -195,7 +195,7 @@ type publishClock struct {
 }
 
 func (c *publishClock) Publish(e store.Event) {
-	if e.Kind == store.EventCommit {
+	if e, ok := e.(store.CommitEvent); ok {
 		c.mu.Lock()
 		c.at[e.Position.Seq] = time.Now()
 		c.mu.Unlock()
@@ -223,8 +223,8 @@ func BenchmarkFanOut(b *testing.B) {
 		b.Run(fmt.Sprintf("subscribers=%d", n), func(b *testing.B) {
 			clock := &publishClock{at: map[int64]time.Time{}}
 			e := benchEnv(b, options{
-				db:  func(db *store.DB) { clock.next = db.Publisher; db.Publisher = clock },
-				hub: func(h *stream.Hub) { h.MaxStreamsPerToken = 20000 },
+				db:  func(db *store.DB) { db.Publisher = clock },
+				hub: func(h *stream.Hub) { h.MaxStreamsPerToken = 20000; clock.next = h },
 			})
 			e.createFlights(b, "flights")
 			cmd := exec.Command(os.Args[0], "-test.run=^TestFanOutClientsChild$")
@@ -464,7 +464,7 @@ func BenchmarkReplay(b *testing.B) {
 	e := benchEnv(b, options{hub: func(h *stream.Hub) { h.MaxReplayCommits = 1 << 20; h.MaxReplayRows = 1 << 30 }})
 	e.createFlights(b, "flights")
 	info, _ := e.db.Table("flights")
-	start := e.hub.Codec.Encode(info.Head)
+	start := e.db.Cursors().Encode(info.Head)
 	const commits = 1000
 	for range commits {
 		if _, err := e.db.Append(context.Background(), store.Batch{Table: "flights", SchemaVersion: 1, Record: rec}); err != nil {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ducktail/ducktail/internal/ssetest"
 	"github.com/ducktail/ducktail/store"
 )
 
@@ -195,7 +196,7 @@ func TestKill9WhileIngestingAndStreaming(t *testing.T) {
 					time.Sleep(50 * time.Millisecond)
 					continue
 				}
-				p := newSSEParser(resp.Body)
+				p := ssetest.NewParser(resp.Body)
 				for {
 					ev, err := p.Next()
 					if err != nil {

@@ -59,37 +59,31 @@ func newEnv(t testing.TB, o options) *env {
 	return e
 }
 
-// openStack opens the store at path, its hub and snapshot reader (all logging nowhere, no
-// rate limit), tuned by o, and returns the store and hub with the API handler over them.
+// openStack opens the stack at path (api.OpenStack; logging nowhere, no rate limit), tuned
+// by o, and returns the store and hub with the API handler over them.
 func openStack(t testing.TB, path string, o options) (*store.DB, *stream.Hub, http.Handler) {
 	t.Helper()
-	db := store.NewDB(path)
-	db.Logger = slog.New(slog.DiscardHandler)
-	hub := stream.NewHub(db)
-	hub.Logger = db.Logger
-	db.Publisher = hub
+	quiet := slog.New(slog.DiscardHandler)
+	cfg := api.StackConfig{Store: store.NewDB(path), Hub: stream.NewHub(nil), Reader: snapshot.NewReader(nil),
+		API: api.Config{Logger: quiet, RateLimit: -1}}
+	cfg.Store.Logger, cfg.Hub.Logger, cfg.Reader.Logger = quiet, quiet, quiet
 	if o.db != nil {
-		o.db(db)
+		o.db(cfg.Store)
 	}
 	if o.hub != nil {
-		o.hub(hub)
+		o.hub(cfg.Hub)
 	}
-	if err := db.Open(context.Background()); err != nil {
+	if o.reader != nil {
+		o.reader(cfg.Reader)
+	}
+	if o.api != nil {
+		o.api(&cfg.API)
+	}
+	st, err := api.OpenStack(context.Background(), cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	hub.Codec = stream.NewCodec(db.CursorKey())
-	hub.Open()
-	reader := snapshot.NewReader(db)
-	reader.Cursor = hub.Codec.Encode
-	reader.Logger = db.Logger
-	if o.reader != nil {
-		o.reader(reader)
-	}
-	cfg := api.Config{Logger: db.Logger, RateLimit: -1}
-	if o.api != nil {
-		o.api(&cfg)
-	}
-	return db, hub, api.NewServer(cfg, db, hub, reader)
+	return st.Store, st.Hub, st.Handler
 }
 
 func (e *env) close() {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ducktail/ducktail/api"
+	"github.com/ducktail/ducktail/internal/ssetest"
 	"github.com/ducktail/ducktail/store"
 )
 
@@ -176,7 +177,7 @@ func TestStreamsOverHTTP2AndHTTP1(t *testing.T) {
 		if resp.ProtoMajor != c.proto || resp.StatusCode != 200 {
 			t.Fatalf("%s: %s %d", c.name, resp.Proto, resp.StatusCode)
 		}
-		p := newSSEParser(resp.Body)
+		p := ssetest.NewParser(resp.Body)
 		if ev, err := p.Next(); err != nil || ev.Event != "schema" {
 			t.Fatalf("%s: first event %+v %v", c.name, ev, err)
 		}

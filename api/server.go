@@ -69,7 +69,7 @@ type Server struct {
 	db      *store.DB
 	hub     *stream.Hub
 	reader  *snapshot.Reader
-	codec   *stream.Codec
+	codec   *store.Cursors
 	log     *slog.Logger
 	metrics *metrics
 	limits  *tokenLimiters
@@ -113,7 +113,7 @@ func NewServer(cfg Config, db *store.DB, hub *stream.Hub, reader *snapshot.Reade
 		cfg.Registry = prometheus.NewRegistry()
 	}
 	s := &Server{
-		cfg: cfg, db: db, hub: hub, reader: reader, codec: hub.Codec, log: cfg.Logger,
+		cfg: cfg, db: db, hub: hub, reader: reader, codec: db.Cursors(), log: cfg.Logger,
 		metrics: newMetrics(cfg.Registry, db, hub),
 		limits:  newTokenLimiters(cfg.RateLimit, cfg.RateBurst),
 

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
 	"github.com/ducktail/ducktail/api"
+	"github.com/ducktail/ducktail/internal/ssetest"
 	"github.com/ducktail/ducktail/store"
 	"github.com/ducktail/ducktail/stream"
 )
@@ -52,7 +53,7 @@ func (e *env) openStream(t testing.TB, path, token string, headers ...string) *h
 type sseStream struct {
 	t        testing.TB
 	resp     *http.Response
-	p        *sseParser
+	p        *ssetest.Parser
 	watchdog *time.Timer
 }
 
@@ -68,11 +69,11 @@ func (e *env) sse(t testing.TB, path, token string, headers ...string) *sseStrea
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("Content-Type %q", ct)
 	}
-	return &sseStream{t: t, resp: resp, p: newSSEParser(resp.Body), watchdog: time.AfterFunc(streamSilence, func() { resp.Body.Close() })}
+	return &sseStream{t: t, resp: resp, p: ssetest.NewParser(resp.Body), watchdog: time.AfterFunc(streamSilence, func() { resp.Body.Close() })}
 }
 
 // next returns the next event that is not a heartbeat.
-func (s *sseStream) next() sseEvent {
+func (s *sseStream) next() ssetest.Event {
 	s.t.Helper()
 	for {
 		s.watchdog.Reset(streamSilence)
@@ -336,7 +337,7 @@ func TestFiftySubscribersDuringIngestSeeEveryLaterCommitExactlyOnce(t *testing.T
 	<-done
 	wg.Wait()
 	for i, r := range results {
-		base, err := e.hub.Codec.Decode(r.baseline)
+		base, err := e.db.Cursors().Decode(r.baseline)
 		if err != nil {
 			t.Fatal(err)
 		}

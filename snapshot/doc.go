@@ -32,7 +32,7 @@
 // type name of the column (store.Type spellings such as "DECIMAL(18,3)" or
 // "TIMESTAMPTZ"; "INTEGER[]", "STRUCT(…)", "INTERVAL" and so on for query results of
 // other types). Row objects hold every column in order; values are encoded by
-// store.AppendJSONValue with integers as exact JSON numbers (even beyond 2^53: parse
+// valuetext.AppendJSONValue with integers as exact JSON numbers (even beyond 2^53: parse
 // with a big-number-aware decoder when that matters). When a query returns several
 // columns of the same name, the JSON, NDJSON and CSV outputs name the second "name_1",
 // the third "name_2" (DuckDB's own convention), so that keys stay unique; Arrow and
@@ -41,7 +41,7 @@
 // CSV (RFC 4180): a header row with the column names, then one record per row, fields
 // separated by "," and records ended by CRLF. A field is quoted (with '"' doubled) when
 // it is empty, holds ',', '"', CR or LF, or starts with a space or tab. NULL is an empty
-// unquoted field, the empty string is "". Values are the text of store.AppendTextValue:
+// unquoted field, the empty string is "". Values are the text of valuetext.AppendTextValue:
 // the JSON text unquoted (2012-01-01, 2023-11-14T22:13:20.12Z, NaN, base64 for BLOB).
 //
 // The other formats carry no cursor in the body: the caller sends it in a header

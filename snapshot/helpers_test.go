@@ -36,10 +36,14 @@ func testCursor(p store.Position) string {
 	return fmt.Sprintf("c%d.%s.%d", p.TableID, p.Activation, p.Seq)
 }
 
-func newReader(db *store.DB) *snapshot.Reader {
+func newReader(tb testing.TB, db *store.DB) *snapshot.Reader {
+	tb.Helper()
 	r := snapshot.NewReader(db)
 	r.Cursor = testCursor
 	r.Logger = slog.New(slog.DiscardHandler)
+	if err := r.Open(); err != nil {
+		tb.Fatal(err)
+	}
 	return r
 }
 

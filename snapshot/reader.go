@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/valuetext"
 )
 
 // Defaults for Reader fields left zero.
@@ -43,8 +44,9 @@ const (
 type Reader struct {
 	// DB is the store read from.
 	DB *store.DB
-	// Cursor encodes a position as the opaque cursor string clients see (the codec lives
-	// in package stream; the api sets this). Nil leaves cursors out of JSON bodies.
+	// Cursor encodes a position as the opaque cursor string clients see: the store's
+	// codec, DB.Cursors().Encode, in the server (api.OpenStack sets it). Nil leaves
+	// cursors out of JSON bodies.
 	Cursor func(store.Position) string
 	// QueryTimeout bounds one Query; past it DuckDB is interrupted and Query fails with
 	// CodeTimeout.
@@ -64,6 +66,15 @@ func NewReader(db *store.DB) *Reader {
 		MaxResultBytes: DefaultMaxResultBytes,
 		Logger:         slog.Default().With("component", "snapshot"),
 	}
+}
+
+// Open checks the Reader's required fields: DB must be set and open. It returns an
+// error naming what is missing; a Reader that fails Open must not be used.
+func (r *Reader) Open() error {
+	if r.DB == nil || r.DB.Cursors() == nil {
+		return errors.New("snapshot: Reader.Open: DB is nil or not open")
+	}
+	return nil
 }
 
 // Result is the encoded answer of one Query.
@@ -107,7 +118,7 @@ func (r *Reader) Table(ctx context.Context, table string, f Format, w io.Writer,
 			}
 			var cursor []byte
 			if r.Cursor != nil {
-				cursor = store.AppendJSONString([]byte(`"cursor":`), r.Cursor(info.Head))
+				cursor = valuetext.AppendJSONString([]byte(`"cursor":`), r.Cursor(info.Head))
 			}
 			return encode(w, f, rr, cursor)
 		})
@@ -217,8 +228,8 @@ func (r *Reader) cursorsJSON(cursors map[string]store.Position) []byte {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = append(store.AppendJSONString(out, name), ':')
-		out = store.AppendJSONString(out, r.Cursor(cursors[name]))
+		out = append(valuetext.AppendJSONString(out, name), ':')
+		out = valuetext.AppendJSONString(out, r.Cursor(cursors[name]))
 	}
 	return append(out, '}')
 }

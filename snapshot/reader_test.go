@@ -153,7 +153,7 @@ func TestTableFormats(t *testing.T) {
 	if info.Head.Seq != 4 {
 		t.Fatalf("head seq after loading = %d, want 4", info.Head.Seq)
 	}
-	r := newReader(db)
+	r := newReader(t, db)
 	ctx := context.Background()
 	for _, f := range []snapshot.Format{snapshot.FormatArrow, snapshot.FormatJSON, snapshot.FormatNDJSON, snapshot.FormatCSV, snapshot.FormatParquet} {
 		w := &headFirstWriter{}
@@ -248,7 +248,7 @@ func TestTableEmptyAndUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newReader(db)
+	r := newReader(t, db)
 	want := map[snapshot.Format]func([]byte){
 		snapshot.FormatArrow: func(body []byte) {
 			schema, recs := decodeArrow(t, body)
@@ -395,7 +395,7 @@ func allTypesTable(t *testing.T, db *store.DB) store.TableInfo {
 func TestTableExactText(t *testing.T) {
 	db := openDB(t)
 	info := allTypesTable(t, db)
-	r := newReader(db)
+	r := newReader(t, db)
 	rows := []string{
 		`{"b":true,"i":-9223372036854775808,"u":18446744073709551615,"f":0.1,"d":1e+21,"m":1.500,"s":"say \"hi\", bye\r\n","x":"AAEC","dt":"2012-01-01","tm":"12:34:56.789","ts":"2023-11-14T22:13:20.123456","tz":"1970-01-01T00:00:00Z"}`,
 		`{"b":null,"i":null,"u":null,"f":null,"d":null,"m":null,"s":null,"x":null,"dt":null,"tm":null,"ts":null,"tz":null}`,
@@ -442,7 +442,7 @@ func TestTableExactText(t *testing.T) {
 func TestTableBinaryFormatsExact(t *testing.T) {
 	db := openDB(t)
 	info := allTypesTable(t, db)
-	r := newReader(db)
+	r := newReader(t, db)
 	var ab, pb bytes.Buffer
 	if err := r.Table(context.Background(), "types", snapshot.FormatArrow, &ab, nil); err != nil {
 		t.Fatal(err)
@@ -488,7 +488,7 @@ func TestSnapshotAgreesWithHeadUnderConcurrentCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	const perCommit = 37
-	r := newReader(db)
+	r := newReader(t, db)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -611,7 +611,7 @@ func TestQueryFormatsAndCursors(t *testing.T) {
 	}
 	const q = `SELECT w.* FROM weather w WHERE weather = ? AND temp_max > $2 AND EXISTS (SELECT 1 FROM main.ticks WHERE batch = 7) ORDER BY date`
 	params := []any{"sun", json.Number("30")}
-	r := newReader(db)
+	r := newReader(t, db)
 	wantCursors := map[string]store.Position{"weather": weather.Head, "ticks": ticks.Head}
 	for _, f := range []snapshot.Format{snapshot.FormatArrow, snapshot.FormatJSON, snapshot.FormatNDJSON, snapshot.FormatCSV, snapshot.FormatParquet} {
 		res, err := r.Query(context.Background(), q, params, f, allowAll)
@@ -688,7 +688,7 @@ func TestQueryFormatsAndCursors(t *testing.T) {
 
 func TestQueryParams(t *testing.T) {
 	db := openDB(t)
-	r := newReader(db)
+	r := newReader(t, db)
 	ctx := context.Background()
 	res, err := r.Query(ctx, "SELECT ? + 1 AS i, typeof($1) AS it, $2 * 2 AS f, $3 AS e, $4 AS s, NOT $5 AS b, $6 IS NULL AS n, $7 AS u",
 		[]any{json.Number("41"), json.Number("2.25"), json.Number("1e3"), "héllo", true, nil, json.Number("18446744073709551615")},
@@ -721,7 +721,7 @@ func TestQueryParams(t *testing.T) {
 func TestQueryDuckDBErrors(t *testing.T) {
 	db := openDB(t)
 	loadWeather(t, db, "weather", 2000)
-	r := newReader(db)
+	r := newReader(t, db)
 	cases := []struct {
 		sql  string
 		code store.Code
@@ -749,7 +749,7 @@ func TestQueryDuckDBErrors(t *testing.T) {
 func TestQueryTimeout(t *testing.T) {
 	db := openDB(t)
 	loadWeather(t, db, "weather", 2000)
-	r := newReader(db)
+	r := newReader(t, db)
 	r.QueryTimeout = 300 * time.Millisecond
 	start := time.Now()
 	_, err := r.Query(context.Background(), "SELECT count(*) FROM range(10000000000)", nil, snapshot.FormatJSON, allowAll)
@@ -778,7 +778,7 @@ func TestQueryTimeout(t *testing.T) {
 
 func TestQueryTooLarge(t *testing.T) {
 	db := openDB(t)
-	r := newReader(db)
+	r := newReader(t, db)
 	r.MaxResultBytes = 64 << 10
 	for _, f := range []snapshot.Format{snapshot.FormatArrow, snapshot.FormatJSON, snapshot.FormatNDJSON, snapshot.FormatCSV, snapshot.FormatParquet} {
 		_, err := r.Query(context.Background(), "SELECT range AS n, 'row ' || range AS s FROM range(1000000)", nil, f, allowAll)
@@ -796,7 +796,7 @@ func TestQueryTooLarge(t *testing.T) {
 
 func TestQueryResultTypeNames(t *testing.T) {
 	db := openDB(t)
-	r := newReader(db)
+	r := newReader(t, db)
 	res, err := r.Query(context.Background(),
 		`SELECT [1, 2] AS l, {'a': 1, 'b': 'x'} AS st, MAP {'k': 1.5} AS mp, INTERVAL 1 DAY AS iv, NULL AS nu,
 		        1::HUGEINT AS h, now()::TIMESTAMP_NS AS tns, 'sun'::ENUM('sun', 'rain') AS en, array_value(1, 2) AS arr`,
@@ -818,5 +818,16 @@ func TestQueryResultTypeNames(t *testing.T) {
 	}
 	if en := b.Rows[0]["en"]; en != "sun" {
 		t.Fatalf("enum value = %v, want sun", en)
+	}
+}
+
+// TestReaderOpenNeedsOpenStore: Open refuses a Reader without a store or with one not
+// opened yet.
+func TestReaderOpenNeedsOpenStore(t *testing.T) {
+	if err := snapshot.NewReader(nil).Open(); err == nil {
+		t.Fatal("Open without DB succeeded")
+	}
+	if err := snapshot.NewReader(store.NewDB(t.TempDir() + "/unopened.duckdb")).Open(); err == nil {
+		t.Fatal("Open with an unopened DB succeeded")
 	}
 }

@@ -35,7 +35,7 @@ func TestSandboxAttacks(t *testing.T) {
 	threads := setting(t, db, "threads")
 	tokens := catalogCount(t, db, "tokens")
 
-	r := newReader(db)
+	r := newReader(t, db)
 	r.QueryTimeout = 500 * time.Millisecond
 	r.MaxResultBytes = 1 << 20
 	onlyWeather := func(name string) bool { return name == "weather" }
@@ -171,7 +171,7 @@ func TestSandboxAllows(t *testing.T) {
 		}
 		kinds[w.weather]++
 	}
-	r := newReader(db)
+	r := newReader(t, db)
 	database := readString(t, db, "SELECT current_database()")
 	cases := []struct {
 		sql     string
@@ -219,7 +219,7 @@ func TestSandboxAllows(t *testing.T) {
 func TestQueryNilAllowTableAllowsNoTable(t *testing.T) {
 	db := openDB(t)
 	loadWeather(t, db, "weather", 2000)
-	r := newReader(db)
+	r := newReader(t, db)
 	_, err := r.Query(context.Background(), "SELECT count(*) FROM weather", nil, snapshot.FormatJSON, nil)
 	wantCode(t, "nil allowTable", err, store.CodeForbidden)
 	if _, err := r.Query(context.Background(), "SELECT 1", nil, snapshot.FormatJSON, nil); err != nil {

@@ -5,13 +5,13 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/valuetext"
 )
 
 // writeCSV writes rr as CSV (RFC 4180): a header row of column names, then one record per
 // row; fields separated by ",", records ended by CRLF. NULL is an empty unquoted field;
 // a field is quoted when it is empty (so "" is the empty string), holds ',', '"', CR or
-// LF, or starts with a space or tab. Values are the text of store.AppendTextValue.
+// LF, or starts with a space or tab. Values are the text of valuetext.AppendTextValue.
 func writeCSV(w io.Writer, rr array.RecordReader) error {
 	cols := columnsOf(rr.Schema())
 	buf := make([]byte, 0, flushBytes+flushBytes/4)
@@ -19,7 +19,7 @@ func writeCSV(w io.Writer, rr array.RecordReader) error {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendCSVField(buf, []byte(c.name))
+		buf = valuetext.AppendCSVField(buf, []byte(c.name))
 	}
 	buf = append(buf, '\r', '\n')
 	var text []byte
@@ -31,8 +31,8 @@ func writeCSV(w io.Writer, rr array.RecordReader) error {
 					buf = append(buf, ',')
 				}
 				if col := rec.Column(c); !col.IsNull(r) {
-					text = store.AppendTextValue(text[:0], col, r)
-					buf = appendCSVField(buf, text)
+					text = valuetext.AppendTextValue(text[:0], col, r)
+					buf = valuetext.AppendCSVField(buf, text)
 				}
 			}
 			buf = append(buf, '\r', '\n')
@@ -46,31 +46,4 @@ func writeCSV(w io.Writer, rr array.RecordReader) error {
 	}
 	_, err := w.Write(buf)
 	return err
-}
-
-// appendCSVField appends one non-NULL field, quoted when needed.
-func appendCSVField(dst, field []byte) []byte {
-	if !csvNeedsQuotes(field) {
-		return append(dst, field...)
-	}
-	dst = append(dst, '"')
-	for _, b := range field {
-		if b == '"' {
-			dst = append(dst, '"')
-		}
-		dst = append(dst, b)
-	}
-	return append(dst, '"')
-}
-
-func csvNeedsQuotes(field []byte) bool {
-	if len(field) == 0 || field[0] == ' ' || field[0] == '\t' {
-		return true
-	}
-	for _, b := range field {
-		if b == ',' || b == '"' || b == '\r' || b == '\n' {
-			return true
-		}
-	}
-	return false
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/valuetext"
 )
 
 // writeJSON writes rr as one JSON object (RFC 8259) on one line:
@@ -20,8 +20,8 @@ func writeJSON(w io.Writer, rr array.RecordReader, cursors []byte) error {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = store.AppendJSONString(append(buf, `{"name":`...), c.name)
-		buf = append(store.AppendJSONString(append(buf, `,"type":`...), c.typ), '}')
+		buf = valuetext.AppendJSONString(append(buf, `{"name":`...), c.name)
+		buf = append(valuetext.AppendJSONString(append(buf, `,"type":`...), c.typ), '}')
 	}
 	buf = append(buf, `],"rows":[`...)
 	enc := newRowEncoder(cols)
@@ -80,7 +80,7 @@ type rowEncoder struct {
 func newRowEncoder(cols []column) *rowEncoder {
 	keys := make([][]byte, len(cols))
 	for i, c := range cols {
-		keys[i] = append(store.AppendJSONString(nil, c.name), ':')
+		keys[i] = append(valuetext.AppendJSONString(nil, c.name), ':')
 	}
 	return &rowEncoder{keys: keys}
 }
@@ -92,7 +92,7 @@ func (e *rowEncoder) appendRow(dst []byte, rec arrow.RecordBatch, r int) []byte 
 		if c > 0 {
 			dst = append(dst, ',')
 		}
-		dst = store.AppendJSONValue(append(dst, key...), rec.Column(c), r, false)
+		dst = valuetext.AppendJSONValue(append(dst, key...), rec.Column(c), r, false)
 	}
 	return append(dst, '}')
 }

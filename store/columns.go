@@ -109,7 +109,7 @@ func (db *DB) alterSchema(ctx context.Context, tableName string, edit func(t *ta
 		if err := db.writeSchema(ctx, tx, &t, s); err != nil {
 			return nil, nil, nil, err
 		}
-		ev := Event{Kind: EventSchema, TableName: t.name, Schema: s,
+		ev := SchemaEvent{TableName: t.name, Schema: s,
 			Position: Position{TableID: t.id, Activation: t.activation, Seq: t.head}}
 		apply := func() { *live = t }
 		return apply, []Event{ev}, live, nil

@@ -127,7 +127,7 @@ func (db *DB) ResetTable(ctx context.Context, name string) (TableInfo, error) {
 		if err := db.startActivation(ctx, tx, t, &Schema{Version: 1, FromSeq: 1, Columns: cols}, len(cols)+1); err != nil {
 			return nil, nil, nil, err
 		}
-		ended := Event{Kind: EventActivationEnded, TableName: old.name, Reason: ReasonTableReset, NewActivation: t.activation,
+		ended := ActivationEnded{TableName: old.name, Reason: ReasonTableReset, NewActivation: t.activation,
 			Position: Position{TableID: old.id, Activation: old.activation, Seq: old.head}}
 		apply := func() { db.tables[FoldName(name)] = t }
 		return apply, []Event{ended}, t, nil
@@ -156,7 +156,7 @@ func (db *DB) DropTable(ctx context.Context, name string) error {
 		if err := tx.exec(ctx, `UPDATE ducktail_catalog.tables SET dropped_at = ? WHERE id = ?`, db.Now().UTC(), t.id); err != nil {
 			return nil, nil, nil, err
 		}
-		ended := Event{Kind: EventActivationEnded, TableName: t.name, Reason: ReasonTableDropped,
+		ended := ActivationEnded{TableName: t.name, Reason: ReasonTableDropped,
 			Position: Position{TableID: t.id, Activation: t.activation, Seq: t.head}}
 		apply := func() { delete(db.tables, FoldName(name)) }
 		return apply, []Event{ended}, nil, nil

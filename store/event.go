@@ -8,29 +8,19 @@ import (
 )
 
 // Publisher receives every durable change, after DuckDB's commit returned, in commit
-// order: for one table, EventCommit events arrive in seq order, and an EventSchema or
-// EventActivationEnded arrives between the commits before and after it. Publish is called
+// order: for one table, CommitEvents arrive in seq order, and a SchemaEvent or
+// ActivationEnded arrives between the commits before and after it. Publish is called
 // from the store's single writer goroutine, so it must not block; stream.Hub satisfies it
 // (DESIGN.md, "The one sentence"; STYLE.md: publish after commit, never inside it).
 type Publisher interface {
 	Publish(Event)
 }
 
-// EventKind says what an Event reports.
-type EventKind int
-
-// Event kinds.
-const (
-	// EventCommit: one commit, with its rows.
-	EventCommit EventKind = iota + 1
-	// EventSchema: a new schema version; commits from Schema.FromSeq use it.
-	EventSchema
-	// EventActivationEnded: the activation of Position ended (table reset or dropped);
-	// Reason says which.
-	EventActivationEnded
-	// EventTokenRevoked: token TokenID was revoked.
-	EventTokenRevoked
-)
+// Event is one durable change handed to the Publisher: a CommitEvent, SchemaEvent,
+// ActivationEnded or TokenRevoked, each a value; no other type implements it.
+type Event interface {
+	event()
+}
 
 // Reasons an activation ends, as sent in refresh-required events.
 const (
@@ -38,28 +28,51 @@ const (
 	ReasonTableDropped = "table_dropped"
 )
 
-// Event is one durable change handed to the Publisher.
-type Event struct {
-	Kind      EventKind
+// CommitEvent is one commit, with its rows.
+type CommitEvent struct {
 	TableName string
-	// Position is the commit's own position (EventCommit), the head when the schema
-	// changed (EventSchema), or the last position of the ended activation.
+	// Position is the commit's own position.
 	Position Position
-	// Schema is the schema version the commit was written under (EventCommit) or the new
-	// version (EventSchema).
+	// Schema is the schema version the commit was written under.
 	Schema *Schema
 	// Record holds the commit's rows, named and typed by Schema.Arrow(). It is shared:
 	// never mutate it. Its memory is Go-managed, so holding it is safe.
 	Record      arrow.RecordBatch
 	Rows        int64
 	CommittedAt time.Time
-	// Reason is ReasonTableReset or ReasonTableDropped for EventActivationEnded.
+}
+
+// SchemaEvent is a new schema version of a table; commits from Schema.FromSeq use it.
+type SchemaEvent struct {
+	TableName string
+	// Position is the table's head when the schema changed.
+	Position Position
+	// Schema is the new version.
+	Schema *Schema
+}
+
+// ActivationEnded says a table's activation ended: the table was reset or dropped.
+type ActivationEnded struct {
+	TableName string
+	// Position is the last position of the ended activation.
+	Position Position
+	// Reason is ReasonTableReset or ReasonTableDropped.
 	Reason string
-	// NewActivation is the activation that replaced the ended one on a reset.
+	// NewActivation is the activation that replaced the ended one on a reset; zero on a
+	// drop.
 	NewActivation uuid.UUID
-	// TokenID names the revoked token of EventTokenRevoked.
+}
+
+// TokenRevoked says a token was revoked.
+type TokenRevoked struct {
+	// TokenID names the revoked token.
 	TokenID string
 }
+
+func (CommitEvent) event()     {}
+func (SchemaEvent) event()     {}
+func (ActivationEnded) event() {}
+func (TokenRevoked) event()    {}
 
 type nopPublisher struct{}
 

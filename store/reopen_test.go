@@ -29,14 +29,15 @@ func TestReopenKeepsCatalogAndCursorKey(t *testing.T) {
 	if _, err := db.AddColumn(ctx, "weather", store.ColumnSpec{Name: "wind", Type: "DOUBLE"}); err != nil {
 		t.Fatal(err)
 	}
-	key := append([]byte(nil), db.CursorKey()...)
+	probe := store.Position{TableID: info.ID, Activation: info.Head.Activation, Seq: 2}
+	cursor := db.Cursors().Encode(probe)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	db2, _ := openDB(t, path)
-	if string(db2.CursorKey()) != string(key) {
-		t.Fatal("cursor key changed across reopen")
+	if again := db2.Cursors().Encode(probe); again != cursor {
+		t.Fatalf("cursor key changed across reopen: the same position encodes as %q, was %q", again, cursor)
 	}
 	got, err := db2.Table("weather")
 	if err != nil {
@@ -53,6 +54,18 @@ func TestReopenKeepsCatalogAndCursorKey(t *testing.T) {
 // TestAcknowledgedCommitsSurviveKill9 runs a child process that appends commits and prints
 // each acknowledged seq, kills it with SIGKILL mid-stream, reopens the file and checks that
 // every acknowledged commit is there (DESIGN.md: nothing acknowledged may be lost).
+// TestOpenNeedsPath: a DB without a Path fails Open instead of opening something else.
+func TestOpenNeedsPath(t *testing.T) {
+	db := store.NewDB("")
+	if err := db.Open(context.Background()); err == nil {
+		db.Close()
+		t.Fatal("Open with an empty Path succeeded")
+	}
+	if db.Cursors() != nil {
+		t.Fatal("a DB that failed Open has a cursor codec")
+	}
+}
+
 func TestAcknowledgedCommitsSurviveKill9(t *testing.T) {
 	if os.Getenv("DUCKTAIL_KILL9_CHILD") != "" {
 		t.Skip("child mode runs in TestKill9Child")

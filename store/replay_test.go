@@ -117,12 +117,12 @@ func TestReadCommitsProjectsEachCommitWithItsOwnSchema(t *testing.T) {
 		t.Fatalf("replay after 3 = %v", tail)
 	}
 	// The old b's values were never relabelled: the current view shows NULL for b in old rows.
-	var kinds []store.EventKind
+	var kinds []string
 	for _, e := range rec.all() {
-		kinds = append(kinds, e.Kind)
+		kinds = append(kinds, fmt.Sprintf("%T", e))
 	}
-	wantKinds := fmt.Sprint([]store.EventKind{store.EventCommit, store.EventCommit, store.EventSchema, store.EventCommit,
-		store.EventSchema, store.EventSchema, store.EventCommit, store.EventSchema, store.EventCommit})
+	const c, s = "store.CommitEvent", "store.SchemaEvent"
+	wantKinds := fmt.Sprint([]string{c, c, s, c, s, s, c, s, c})
 	if fmt.Sprint(kinds) != wantKinds {
 		t.Fatalf("event kinds = %v, want %v", kinds, wantKinds)
 	}

@@ -91,7 +91,7 @@ type DB struct {
 	connector *duckdb.Connector
 	sqlDB     *sql.DB
 	writer    *writer
-	cursorKey []byte
+	cursors   *Cursors
 
 	stats storeStats
 
@@ -124,8 +124,12 @@ func NewDB(path string) *DB {
 
 // Open opens (or creates) the database, locks its configuration against file and network
 // access, applies catalog migrations, loads the catalog and starts the writer. It fails
-// when the catalog is dirty (migrations.ErrDirty), naming the version.
+// when Path is empty, and when the catalog is dirty (migrations.ErrDirty), naming the
+// version.
 func (db *DB) Open(ctx context.Context) (err error) {
+	if db.Path == "" {
+		return errors.New(`store: Open: Path is empty (name a database file, or ":memory:")`)
+	}
 	if db.Logger == nil {
 		db.Logger = slog.Default().With("component", "store")
 	}

@@ -38,11 +38,16 @@ func TestCreateAppendRead(t *testing.T) {
 		}
 	}
 	evs := rec.all()
-	if len(evs) != 2 || evs[0].Kind != store.EventCommit || evs[0].Position.Seq != 1 || evs[1].Position.Seq != 2 {
+	if len(evs) != 2 {
 		t.Fatalf("events = %+v", evs)
 	}
-	if evs[0].Record.NumRows() != 3 {
-		t.Fatalf("published record has %d rows, want 3", evs[0].Record.NumRows())
+	e0, ok0 := evs[0].(store.CommitEvent)
+	e1, ok1 := evs[1].(store.CommitEvent)
+	if !ok0 || !ok1 || e0.Position.Seq != 1 || e1.Position.Seq != 2 {
+		t.Fatalf("events = %+v", evs)
+	}
+	if e0.Record.NumRows() != 3 {
+		t.Fatalf("published record has %d rows, want 3", e0.Record.NumRows())
 	}
 	info, _ = db.Table("WEATHER")
 	if info.Head.Seq != 2 || info.Rows != 5 {
@@ -140,7 +145,11 @@ func TestConcurrentAppendsGetContiguousSeqsPublishedInOrder(t *testing.T) {
 	}
 	wg.Wait()
 	next := map[string]int64{"weather": 1, "other": 1}
-	for _, e := range rec.all() {
+	for _, ev := range rec.all() {
+		e, ok := ev.(store.CommitEvent)
+		if !ok {
+			t.Fatalf("event %+v, want only commits", ev)
+		}
 		if e.Position.Seq != next[e.TableName] {
 			t.Fatalf("%s: published seq %d, want %d", e.TableName, e.Position.Seq, next[e.TableName])
 		}
@@ -173,8 +182,8 @@ func TestResetAndDropEndActivation(t *testing.T) {
 		t.Fatalf("first seq after reset = %d, want 1", c.Position.Seq)
 	}
 	evs := rec.all()
-	ended := evs[1]
-	if ended.Kind != store.EventActivationEnded || ended.Reason != store.ReasonTableReset || ended.Position.Activation != before.Head.Activation || ended.Position.Seq != 1 {
+	ended, ok := evs[1].(store.ActivationEnded)
+	if !ok || ended.Reason != store.ReasonTableReset || ended.Position.Activation != before.Head.Activation || ended.Position.Seq != 1 {
 		t.Fatalf("reset event = %+v", ended)
 	}
 	if err := db.DropTable(ctx, "weather"); err != nil {
@@ -184,7 +193,7 @@ func TestResetAndDropEndActivation(t *testing.T) {
 		t.Fatalf("Table after drop: %v", err)
 	}
 	evs = rec.all()
-	if last := evs[len(evs)-1]; last.Kind != store.EventActivationEnded || last.Reason != store.ReasonTableDropped {
+	if last, ok := evs[len(evs)-1].(store.ActivationEnded); !ok || last.Reason != store.ReasonTableDropped {
 		t.Fatalf("drop event = %+v", last)
 	}
 	again, err := db.CreateTable(ctx, "weather", weatherColumns)

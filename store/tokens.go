@@ -164,7 +164,7 @@ func (db *DB) LookupToken(id string) (Token, error) {
 }
 
 // RevokeToken revokes the token with the given id; open streams using it are told through
-// an EventTokenRevoked. Revoking a revoked token is not an error.
+// a TokenRevoked. Revoking a revoked token is not an error.
 // Errors: CodeNotFound, ErrClosed.
 func (db *DB) RevokeToken(ctx context.Context, id string) error {
 	_, err := db.change(ctx, func(ctx context.Context, tx *writeTx) (func(), []Event, any, error) {
@@ -181,7 +181,7 @@ func (db *DB) RevokeToken(ctx context.Context, id string) error {
 		if err := tx.exec(ctx, `UPDATE ducktail_catalog.tokens SET revoked_at = ? WHERE id = ?`, t.RevokedAt, id); err != nil {
 			return nil, nil, nil, err
 		}
-		return func() { db.tokens[id] = t }, []Event{{Kind: EventTokenRevoked, TokenID: id}}, nil, nil
+		return func() { db.tokens[id] = t }, []Event{TokenRevoked{TokenID: id}}, nil, nil
 	})
 	return err
 }

@@ -56,7 +56,7 @@ func TestTokenLifecycle(t *testing.T) {
 		t.Fatalf("revoked: %v", err)
 	}
 	evs := rec.all()
-	if len(evs) != 1 || evs[0].Kind != store.EventTokenRevoked || evs[0].TokenID != adminTok.ID {
+	if len(evs) != 1 || evs[0] != (store.TokenRevoked{TokenID: adminTok.ID}) {
 		t.Fatalf("events = %+v", evs)
 	}
 	if len(db.Tokens()) != 2 {

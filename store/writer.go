@@ -345,8 +345,8 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 	}
 	for _, p := range plans {
 		if p.err == nil && !p.commit.Duplicate {
-			w.db.Publisher.Publish(Event{
-				Kind: EventCommit, TableName: p.t.name, Position: p.commit.Position,
+			w.db.Publisher.Publish(CommitEvent{
+				TableName: p.t.name, Position: p.commit.Position,
 				Schema: p.t.schema, Record: p.op.batch.Record, Rows: p.commit.Rows, CommittedAt: now,
 			})
 		}

@@ -18,7 +18,8 @@ type CommitMeta struct {
 	Replayed bool
 }
 
-// item is one entry of a subscriber's queue: a commit (commit != nil) or another event.
+// item is one entry of a subscriber's queue: a store event, with the shared encodings of
+// a store.CommitEvent in commit.
 type item struct {
 	event  store.Event
 	commit *sharedCommit
@@ -28,17 +29,21 @@ type item struct {
 // frames are encoded lazily, by the first subscriber that needs each framing × encoding,
 // and then reused byte for byte by all the others (DESIGN.md: each commit is encoded once).
 type sharedCommit struct {
-	event store.Event
-	codec *Codec
+	event store.CommitEvent
+	codec *store.Cursors
 	// size approximates the commit's memory for queue accounting: the record's buffers.
 	size int64
 
 	cursorOnce sync.Once
 	cursor     string
-	ipcOnce    sync.Once
-	ipc        []byte
-	ipcErr     error
+	payloads   [2]lazyPayload // by Encoding
 	frames     [3][2]lazyFrame
+}
+
+type lazyPayload struct {
+	once    sync.Once
+	payload framePayload
+	err     error
 }
 
 type lazyFrame struct {
@@ -47,7 +52,7 @@ type lazyFrame struct {
 	err   error
 }
 
-func newSharedCommit(e store.Event, codec *Codec) *sharedCommit {
+func newSharedCommit(e store.CommitEvent, codec *store.Cursors) *sharedCommit {
 	return &sharedCommit{event: e, codec: codec, size: store.RecordBytes(e.Record)}
 }
 
@@ -63,31 +68,19 @@ func (c *sharedCommit) records() []arrow.RecordBatch {
 	return []arrow.RecordBatch{c.event.Record}
 }
 
-// frame returns the batch frame of this commit in framing f and encoding enc.
+// frame returns the batch frame of this commit in framing f and encoding enc. The
+// payload of each encoding is made once and shared by the three framings.
 func (c *sharedCommit) frame(f Framing, enc Encoding) (Frame, error) {
 	lf := &c.frames[f][enc]
 	lf.once.Do(func() {
-		var ipcBytes, jsonValue []byte
-		if enc == EncodingJSON {
-			jsonValue = appendJSONRows(nil, c.records())
-		} else {
-			c.ipcOnce.Do(func() { c.ipc, c.ipcErr = ArrowIPC(c.event.Record.Schema(), c.records()) })
-			if c.ipcErr != nil {
-				lf.err = c.ipcErr
-				return
-			}
-			ipcBytes = c.ipc
-		}
-		b, err := encodePayload(f, EventBatch, c.cursorString(), ipcBytes, jsonValue)
-		if err != nil {
-			lf.err = err
+		lp := &c.payloads[enc]
+		lp.once.Do(func() { lp.payload, lp.err = batchPayload(enc, c.event.Record.Schema(), c.records()) })
+		if lp.err != nil {
+			lf.err = lp.err
 			return
 		}
-		lf.frame = Frame{
-			Event:  EventBatch,
-			Bytes:  b,
-			Commit: CommitMeta{Position: c.event.Position, Rows: c.event.Rows, CommittedAt: c.event.CommittedAt},
-		}
+		lf.frame, lf.err = dataFrame(f, EventBatch, c.cursorString(), lp.payload,
+			CommitMeta{Position: c.event.Position, Rows: c.event.Rows, CommittedAt: c.event.CommittedAt})
 	})
 	return lf.frame, lf.err
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/valuetext"
 )
 
 // Framing is how events are delimited on the wire, chosen by the Accept header.
@@ -121,14 +121,14 @@ func (f Framing) Encode(dst []byte, event, id string, data []byte, dataIsJSON bo
 		dst = append(dst, '"')
 		if id != "" {
 			dst = append(dst, `,"id":`...)
-			dst = store.AppendJSONString(dst, id)
+			dst = valuetext.AppendJSONString(dst, id)
 		}
 		if len(data) > 0 {
 			dst = append(dst, `,"data":`...)
 			if dataIsJSON {
 				dst = append(dst, data...)
 			} else {
-				dst = store.AppendJSONString(dst, string(data))
+				dst = valuetext.AppendJSONString(dst, string(data))
 			}
 		}
 		return append(dst, "}\n"...), nil
@@ -173,14 +173,14 @@ func terminalFrame(f Framing, event, reason string, retryMS int64, message strin
 	} else {
 		data = append(data, `reason":`...)
 	}
-	data = store.AppendJSONString(data, reason)
+	data = valuetext.AppendJSONString(data, reason)
 	if event == EventReconnect {
 		data = append(data, `,"retry_ms":`...)
 		data = strconv.AppendInt(data, retryMS, 10)
 	}
 	if event == EventFailure {
 		data = append(data, `,"message":`...)
-		data = store.AppendJSONString(data, message)
+		data = valuetext.AppendJSONString(data, message)
 	}
 	data = append(data, '}')
 	b := mustEncode(f, event, data)

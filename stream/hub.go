@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -44,10 +45,9 @@ var (
 // framing × encoding in use, and those bytes are shared by every subscriber. Set the
 // exported fields, then call Open; Close undoes Open.
 type Hub struct {
-	// DB is the store replay and baselines are read from.
+	// DB is the store replay and baselines are read from, and whose codec (DB.Cursors)
+	// encodes and decodes the cursors; required, and opened before the Hub.
 	DB *store.DB
-	// Codec encodes cursors.
-	Codec *Codec
 	// HeartbeatInterval: a heartbeat is sent after this long without any event.
 	HeartbeatInterval time.Duration
 	// IdleTimeout ends a stream (reconnect, reason "idle_timeout") after this long without
@@ -83,6 +83,8 @@ type Hub struct {
 	dispatchQ    []store.Event
 	dispatchWake chan struct{}
 
+	cursors *store.Cursors
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -90,7 +92,7 @@ type Hub struct {
 
 var _ store.Publisher = (*Hub)(nil)
 
-// NewHub returns a Hub reading from db, with defaults filled in. Set Codec before Open.
+// NewHub returns a Hub reading from db, with defaults filled in.
 func NewHub(db *store.DB) *Hub {
 	return &Hub{
 		DB:                 db,
@@ -107,8 +109,13 @@ func NewHub(db *store.DB) *Hub {
 	}
 }
 
-// Open starts the dispatcher goroutine.
-func (h *Hub) Open() {
+// Open starts the dispatcher goroutine. It fails, and starts nothing, when DB is nil or
+// not yet open (store.DB.Open makes the cursor codec the hub encodes with).
+func (h *Hub) Open() error {
+	if h.DB == nil || h.DB.Cursors() == nil {
+		return errors.New("stream: Hub.Open: DB is nil or not open")
+	}
+	h.cursors = h.DB.Cursors()
 	if h.Logger == nil {
 		h.Logger = slog.Default().With("component", "stream")
 	}
@@ -135,6 +142,7 @@ func (h *Hub) Open() {
 		defer h.wg.Done()
 		h.dispatch()
 	}()
+	return nil
 }
 
 // Close stops the dispatcher. Open sessions get no more commits; Drain them first.
@@ -175,22 +183,32 @@ func (h *Hub) dispatch() {
 	}
 }
 
+// fanOut ends the streams of a revoked token, and queues every other event for the live
+// subscribers of its table.
 func (h *Hub) fanOut(e store.Event) {
 	it := item{event: e}
-	if e.Kind == store.EventCommit {
-		it.commit = newSharedCommit(e, h.Codec)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if e.Kind == store.EventTokenRevoked {
+	var table int64
+	switch e := e.(type) {
+	case store.TokenRevoked:
+		h.mu.Lock()
+		defer h.mu.Unlock()
 		for s := range h.sessions {
 			if s.token.ID == e.TokenID {
 				s.end(terminalFrame(s.framing, EventFailure, "token_revoked", 0, "the stream's token was revoked"))
 			}
 		}
 		return
+	case store.CommitEvent:
+		it.commit = newSharedCommit(e, h.cursors)
+		table = e.Position.TableID
+	case store.SchemaEvent:
+		table = e.Position.TableID
+	case store.ActivationEnded:
+		table = e.Position.TableID
 	}
-	for s := range h.topics[e.Position.TableID] {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.topics[table] {
 		s.push(it, h.MaxBufferedBatches, h.MaxBufferedBytes)
 	}
 }

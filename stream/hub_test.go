@@ -40,8 +40,9 @@ func newFixture(tb testing.TB, tune func(*stream.Hub)) *fixture {
 	if err := db.Open(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
-	hub.Codec = stream.NewCodec(db.CursorKey())
-	hub.Open()
+	if err := hub.Open(); err != nil {
+		tb.Fatal(err)
+	}
 	tb.Cleanup(func() {
 		hub.Close()
 		db.Close()
@@ -165,7 +166,7 @@ func TestNewSubscriptionStartsAfterBaseline(t *testing.T) {
 	base := f.ingest(t, 3, 2)
 	s := f.subscribe(t, stream.FramingSSE, stream.EncodingArrow, "")
 	schema := parseFrame(t, next(t, s).Bytes)
-	if schema.event != "schema" || schema.id != f.hub.Codec.Encode(base.Position) {
+	if schema.event != "schema" || schema.id != f.db.Cursors().Encode(base.Position) {
 		t.Fatalf("first event = %+v, want schema with the baseline cursor", schema)
 	}
 	sc, rows := decodeIPC(t, schema.data)
@@ -174,7 +175,7 @@ func TestNewSubscriptionStartsAfterBaseline(t *testing.T) {
 	}
 	c := f.ingest(t, 5, 4)
 	batch := parseFrame(t, next(t, s).Bytes)
-	if batch.event != "batch" || batch.id != f.hub.Codec.Encode(c.Position) {
+	if batch.event != "batch" || batch.id != f.db.Cursors().Encode(c.Position) {
 		t.Fatalf("batch = %+v, want id of seq %d", batch, c.Position.Seq)
 	}
 	if _, ns := decodeIPC(t, batch.data); fmt.Sprint(ns) != "[5 6 7 8]" {
@@ -182,7 +183,7 @@ func TestNewSubscriptionStartsAfterBaseline(t *testing.T) {
 	}
 	empty := f.ingest(t, 0, 0)
 	e := parseFrame(t, next(t, s).Bytes)
-	if _, ns := decodeIPC(t, e.data); e.id != f.hub.Codec.Encode(empty.Position) || len(ns) != 0 {
+	if _, ns := decodeIPC(t, e.data); e.id != f.db.Cursors().Encode(empty.Position) || len(ns) != 0 {
 		t.Fatalf("empty commit = %+v", e)
 	}
 }
@@ -201,7 +202,7 @@ func TestIdleTableGetsSchemaWithSeqZeroCursor(t *testing.T) {
 	if err := json.Unmarshal(b, &ev); err != nil || b[len(b)-1] != '\n' || bytes.Count(b, []byte("\n")) != 1 {
 		t.Fatalf("ndjson frame %q: %v", b, err)
 	}
-	pos, err := f.hub.Codec.Decode(ev.ID)
+	pos, err := f.db.Cursors().Decode(ev.ID)
 	if ev.Event != "schema" || err != nil || pos.Seq != 0 || len(ev.Data.Columns) != 2 || ev.Data.Columns[0].Type != "BIGINT" {
 		t.Fatalf("schema event = %+v (%v)", ev, err)
 	}
@@ -218,7 +219,7 @@ func TestResumeReplaysFromTheTableThenGoesLive(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		commits = append(commits, f.ingest(t, i*10, 10))
 	}
-	cursor := f.hub.Codec.Encode(commits[3].Position)
+	cursor := f.db.Cursors().Encode(commits[3].Position)
 	s := f.subscribe(t, stream.FramingSSE, stream.EncodingArrow, cursor)
 	if e := parseFrame(t, next(t, s).Bytes); e.event != "schema" || e.id != cursor {
 		t.Fatalf("first = %+v, want schema with the resume cursor", e)
@@ -230,7 +231,7 @@ func TestResumeReplaysFromTheTableThenGoesLive(t *testing.T) {
 		if i < 10 {
 			want = commits[i].Position
 		}
-		if e.event != "batch" || e.id != f.hub.Codec.Encode(want) {
+		if e.event != "batch" || e.id != f.db.Cursors().Encode(want) {
 			t.Fatalf("event %d = %s %s, want batch seq %d", i, e.event, e.id, want.Seq)
 		}
 		_, ns := decodeIPC(t, e.data)
@@ -252,15 +253,15 @@ func TestUnusableCursorsGetRefreshRequired(t *testing.T) {
 	}
 	ahead := c1.Position
 	ahead.Seq = 99
-	tampered := []byte(f.hub.Codec.Encode(c1.Position))
+	tampered := []byte(f.db.Cursors().Encode(c1.Position))
 	tampered[5] = 'A' + (tampered[5]-'A'+1)%26
 	cases := map[string]string{
-		"12":                            stream.ReasonNumericCursor,
-		"garbage":                       stream.ReasonInvalidCursor,
-		string(tampered):                stream.ReasonTamperedCursor,
-		f.hub.Codec.Encode(other.Head):  stream.ReasonForeignCursor,
-		f.hub.Codec.Encode(ahead):       stream.ReasonCursorAhead,
-		f.hub.Codec.Encode(c1.Position): stream.ReasonReplayLimit,
+		"12":                               store.ReasonNumericCursor,
+		"garbage":                          store.ReasonInvalidCursor,
+		string(tampered):                   store.ReasonTamperedCursor,
+		f.db.Cursors().Encode(other.Head):  stream.ReasonForeignCursor,
+		f.db.Cursors().Encode(ahead):       stream.ReasonCursorAhead,
+		f.db.Cursors().Encode(c1.Position): stream.ReasonReplayLimit,
 	}
 	for cursor, reason := range cases {
 		s := f.subscribe(t, stream.FramingSSE, stream.EncodingArrow, cursor)
@@ -273,7 +274,7 @@ func TestUnusableCursorsGetRefreshRequired(t *testing.T) {
 			t.Errorf("after terminal: %v, want io.EOF", err)
 		}
 	}
-	old := f.hub.Codec.Encode(f.ingest(t, 0, 1).Position)
+	old := f.db.Cursors().Encode(f.ingest(t, 0, 1).Position)
 	if _, err := f.db.ResetTable(context.Background(), "t"); err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestSchemaChangeSendsSchemaBeforeFirstBatchInNewSchema(t *testing.T) {
 	f.ingest(t, 2, 1)
 	e := parseFrame(t, next(t, s).Bytes)
 	sc, _ := decodeIPC(t, e.data)
-	if e.event != "schema" || e.id != f.hub.Codec.Encode(c.Position) || sc.NumFields() != 3 || sc.Field(2).Name != "extra" {
+	if e.event != "schema" || e.id != f.db.Cursors().Encode(c.Position) || sc.NumFields() != 3 || sc.Field(2).Name != "extra" {
 		t.Fatalf("after add column: %+v %s", e, sc)
 	}
 	e = parseFrame(t, next(t, s).Bytes)
@@ -394,7 +395,19 @@ func TestCommitBeforeAResetDoesNotEndALaterStream(t *testing.T) {
 		t.Fatalf("first: %+v", e)
 	}
 	c := f.ingest(t, 2, 1)
-	if e := parseFrame(t, next(t, s).Bytes); e.event != "batch" || e.id != f.hub.Codec.Encode(c.Position) {
+	if e := parseFrame(t, next(t, s).Bytes); e.event != "batch" || e.id != f.db.Cursors().Encode(c.Position) {
 		t.Fatalf("after the reset: %+v, want the new activation's first batch", e)
+	}
+}
+
+// TestHubOpenNeedsOpenStore: a Hub without its store, or with one not opened yet (so no
+// cursor codec), fails Open instead of failing at the first frame.
+func TestHubOpenNeedsOpenStore(t *testing.T) {
+	if err := stream.NewHub(nil).Open(); err == nil {
+		t.Fatal("Open without DB succeeded")
+	}
+	db := store.NewDB(filepath.Join(t.TempDir(), "ducktail.duckdb"))
+	if err := stream.NewHub(db).Open(); err == nil {
+		t.Fatal("Open with an unopened DB succeeded")
 	}
 }

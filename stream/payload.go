@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
 	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/valuetext"
 )
 
 // Encoding is how a schema or batch payload is represented inside an event.
@@ -51,6 +52,41 @@ func ArrowIPC(s *arrow.Schema, recs []arrow.RecordBatch) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// framePayload is the payload of a schema or batch event in one encoding: Arrow IPC
+// bytes (base64-encoded when framed) or a JSON value.
+type framePayload struct{ ipc, json []byte }
+
+// schemaPayload returns the payload of the schema event of s: a schema-only Arrow IPC
+// stream, or {"columns":[…]}.
+func schemaPayload(enc Encoding, s *store.Schema) (framePayload, error) {
+	if enc == EncodingJSON {
+		return framePayload{json: appendJSONSchema(nil, s)}, nil
+	}
+	b, err := ArrowIPC(s.Arrow(), nil)
+	return framePayload{ipc: b}, err
+}
+
+// batchPayload returns the payload of the batch event of one commit whose rows are recs,
+// of Arrow schema s: an Arrow IPC stream, or {"rows":[…]}.
+func batchPayload(enc Encoding, s *arrow.Schema, recs []arrow.RecordBatch) (framePayload, error) {
+	if enc == EncodingJSON {
+		return framePayload{json: appendJSONRows(nil, recs)}, nil
+	}
+	b, err := ArrowIPC(s, recs)
+	return framePayload{ipc: b}, err
+}
+
+// dataFrame frames a schema or batch event carrying p, with id as its cursor: the one
+// path by which live delivery and replay alike build the frames that carry data. commit
+// is the commit of a batch event, zero for a schema event.
+func dataFrame(f Framing, event, id string, p framePayload, commit CommitMeta) (Frame, error) {
+	b, err := encodePayload(f, event, id, p.ipc, p.json)
+	if err != nil {
+		return Frame{}, err
+	}
+	return Frame{Event: event, Bytes: b, Commit: commit}, nil
+}
+
 // appendJSONSchema appends {"columns":[{"name":…,"type":…},…]}.
 func appendJSONSchema(dst []byte, s *store.Schema) []byte {
 	dst = append(dst, `{"columns":[`...)
@@ -59,9 +95,9 @@ func appendJSONSchema(dst []byte, s *store.Schema) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"name":`...)
-		dst = store.AppendJSONString(dst, c.Name)
+		dst = valuetext.AppendJSONString(dst, c.Name)
 		dst = append(dst, `,"type":`...)
-		dst = store.AppendJSONString(dst, string(c.Type))
+		dst = valuetext.AppendJSONString(dst, string(c.Type))
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)
@@ -83,7 +119,7 @@ func appendJSONRows(dst []byte, recs []arrow.RecordBatch) []byte {
 				if j > 0 {
 					dst = append(dst, ',')
 				}
-				dst = store.AppendJSONValue(dst, c, i, true)
+				dst = valuetext.AppendJSONValue(dst, c, i, true)
 			}
 			dst = append(dst, ']')
 		}

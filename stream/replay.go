@@ -36,9 +36,9 @@ type replay struct {
 // event. Every unusable cursor ends the stream with refresh-required (DESIGN.md, "The
 // cursor"; seed 002).
 func (s *Session) startReplay(ctx context.Context) error {
-	pos, err := s.hub.Codec.Decode(s.cursor)
+	pos, err := s.hub.cursors.Decode(s.cursor)
 	if err != nil {
-		var ce *CursorError
+		var ce *store.CursorError
 		if errors.As(err, &ce) {
 			s.refresh(ce.Reason)
 			return nil
@@ -146,25 +146,17 @@ func (s *Session) replayNext(ctx context.Context) error {
 			if schema.Version != s.schemaVersion && !s.appendSchema(schema) {
 				return errors.New("schema frame failed")
 			}
-			var ipcBytes, jsonValue []byte
-			if s.encoding == EncodingJSON {
-				jsonValue = appendJSONRows(nil, recs)
-			} else {
-				var err error
-				if ipcBytes, err = ArrowIPC(schema.Arrow(), recs); err != nil {
-					return err
-				}
-			}
-			pos := store.Position{TableID: a.TableID, Activation: a.ID, Seq: c.Seq}
-			b, err := encodePayload(s.framing, EventBatch, s.hub.Codec.Encode(pos), ipcBytes, jsonValue)
+			p, err := batchPayload(s.encoding, schema.Arrow(), recs)
 			if err != nil {
 				return err
 			}
-			s.out = append(s.out, Frame{
-				Event:  EventBatch,
-				Bytes:  b,
-				Commit: CommitMeta{Position: pos, Rows: c.Rows, CommittedAt: c.CommittedAt, Replayed: true},
-			})
+			pos := store.Position{TableID: a.TableID, Activation: a.ID, Seq: c.Seq}
+			f, err := dataFrame(s.framing, EventBatch, s.hub.cursors.Encode(pos), p,
+				CommitMeta{Position: pos, Rows: c.Rows, CommittedAt: c.CommittedAt, Replayed: true})
+			if err != nil {
+				return err
+			}
+			s.out = append(s.out, f)
 			s.pos = pos
 			s.lastData = time.Now()
 			return nil

@@ -257,23 +257,22 @@ func (s *Session) drainQueue() {
 
 // deliver adds the frames for one live item to out; false when it ended the stream.
 func (s *Session) deliver(it item) bool {
-	e := it.event
-	switch e.Kind {
-	case store.EventActivationEnded:
+	switch e := it.event.(type) {
+	case store.ActivationEnded:
 		if e.Position.Activation != s.pos.Activation {
 			return true
 		}
 		s.out = append(s.out, terminalFrame(s.framing, EventRefreshRequired, e.Reason, 0, ""))
 		return false
-	case store.EventSchema:
+	case store.SchemaEvent:
 		if e.Position.Activation != s.pos.Activation || e.Schema.Version <= s.schemaVersion {
 			return true
 		}
 		return s.appendSchema(e.Schema)
-	case store.EventCommit:
+	case store.CommitEvent:
 		if e.Position.Activation != s.pos.Activation {
 			// A commit of an activation that ended before this stream's baseline; an end
-			// of the stream's own activation always arrives first as EventActivationEnded.
+			// of the stream's own activation always arrives first as ActivationEnded.
 			return true
 		}
 		if e.Position.Seq <= s.pos.Seq {
@@ -316,18 +315,11 @@ func (s *Session) appendSchema(schema *store.Schema) bool {
 }
 
 func (s *Session) schemaFrame(schema *store.Schema) (Frame, error) {
-	id := s.hub.Codec.Encode(s.pos)
-	var ipcBytes, jsonValue []byte
-	if s.encoding == EncodingJSON {
-		jsonValue = appendJSONSchema(nil, schema)
-	} else {
-		var err error
-		if ipcBytes, err = ArrowIPC(schema.Arrow(), nil); err != nil {
-			return Frame{}, err
-		}
+	p, err := schemaPayload(s.encoding, schema)
+	if err != nil {
+		return Frame{}, err
 	}
-	b, err := encodePayload(s.framing, EventSchema, id, ipcBytes, jsonValue)
-	return Frame{Event: EventSchema, Bytes: b}, err
+	return dataFrame(s.framing, EventSchema, s.hub.cursors.Encode(s.pos), p, CommitMeta{})
 }
 
 func (s *Session) internalFailure(err error) Frame {

@@ -46,37 +46,31 @@ const testRetry = 5 * time.Millisecond
 // openStack opens the database at path and serves it on addr ("127.0.0.1:0" for any
 // port). Opening again on the same path and address is a restart.
 func openStack(path, addr string, o envOptions) (*stack, error) {
-	db := store.NewDB(path)
-	db.Logger = slog.New(slog.DiscardHandler)
-	hub := stream.NewHub(db)
-	hub.Logger = db.Logger
-	hub.Retry = testRetry
-	db.Publisher = hub
+	quiet := slog.New(slog.DiscardHandler)
+	cfg := api.StackConfig{Store: store.NewDB(path), Hub: stream.NewHub(nil), Reader: snapshot.NewReader(nil),
+		API: api.Config{Logger: quiet, RateLimit: -1}}
+	cfg.Store.Logger, cfg.Hub.Logger, cfg.Reader.Logger = quiet, quiet, quiet
+	cfg.Hub.Retry = testRetry
 	if o.hub != nil {
-		o.hub(hub)
+		o.hub(cfg.Hub)
 	}
-	if err := db.Open(context.Background()); err != nil {
+	st, err := api.OpenStack(context.Background(), cfg)
+	if err != nil {
 		return nil, err
 	}
-	hub.Codec = stream.NewCodec(db.CursorKey())
-	hub.Open()
-	reader := snapshot.NewReader(db)
-	reader.Cursor = hub.Codec.Encode
-	reader.Logger = db.Logger
 	ln, err := listenAgain(addr)
 	if err != nil {
-		hub.Close()
-		db.Close()
+		st.Close()
 		return nil, err
 	}
 	if o.listener != nil {
 		ln = o.listener(ln)
 	}
-	srv := httptest.NewUnstartedServer(api.NewServer(api.Config{Logger: db.Logger, RateLimit: -1}, db, hub, reader))
+	srv := httptest.NewUnstartedServer(st.Handler)
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()
-	return &stack{path: path, addr: ln.Addr().String(), db: db, hub: hub, srv: srv}, nil
+	return &stack{path: path, addr: ln.Addr().String(), db: st.Store, hub: st.Hub, srv: srv}, nil
 }
 
 // listenAgain listens on addr, retrying for a while: after a restart the old socket may

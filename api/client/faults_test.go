@@ -43,7 +43,7 @@ func checkResumes(t testing.TB, e *env, reqs []proxied) {
 		if r.lastEventID == "" {
 			t.Fatalf("stream request %d carries no Last-Event-ID", i)
 		}
-		pos, err := e.hub.Codec.Decode(r.lastEventID)
+		pos, err := e.db.Cursors().Decode(r.lastEventID)
 		if err != nil {
 			t.Fatalf("stream request %d: Last-Event-ID %q: %v", i, r.lastEventID, err)
 		}

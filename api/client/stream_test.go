@@ -287,7 +287,7 @@ func TestHandlerErrorsAreReturned(t *testing.T) {
 			if !errors.As(err, &he) || he.Handler != "OnBatch" || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Fatalf("Stream returned %v, want %q", err, tc.want)
 			}
-			if pos, err := e.hub.Codec.Decode(he.Cursor); err != nil || pos.Seq != 3 {
+			if pos, err := e.db.Cursors().Decode(he.Cursor); err != nil || pos.Seq != 3 {
 				t.Fatalf("HandlerError.Cursor %q is seq %d (%v), want the failed batch's, seq 3", he.Cursor, pos.Seq, err)
 			}
 			if rows, _, _, _ := c.state(); !slices.Equal(rows, []int64{2}) {

@@ -11,11 +11,11 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/valuetext"
 )
 
 // rowPrinter prints rows as they arrive, for `tail`. Values are written as the server's
-// own JSON and CSV outputs write them (store.AppendJSONValue, store.AppendTextValue), so
+// own JSON and CSV outputs write them (valuetext.AppendJSONValue, valuetext.AppendTextValue), so
 // that a row prints the same in `ducktail query` and `ducktail tail`.
 type rowPrinter interface {
 	// schema announces the columns of the rows that follow; a printer with a header
@@ -84,9 +84,9 @@ func (p *ndjsonPrinter) rows(r arrow.RecordBatch) error {
 			if j > 0 {
 				p.buf = append(p.buf, ',')
 			}
-			p.buf = store.AppendJSONString(p.buf, p.cols.names[j])
+			p.buf = valuetext.AppendJSONString(p.buf, p.cols.names[j])
 			p.buf = append(p.buf, ':')
-			p.buf = store.AppendJSONValue(p.buf, col, i, false)
+			p.buf = valuetext.AppendJSONValue(p.buf, col, i, false)
 		}
 		p.buf = append(p.buf, '}', '\n')
 		if _, err := p.w.Write(p.buf); err != nil {
@@ -115,7 +115,7 @@ func (p *csvPrinter) schema(s *arrow.Schema) error {
 		if i > 0 {
 			p.buf = append(p.buf, ',')
 		}
-		p.buf = appendCSVField(p.buf, []byte(name))
+		p.buf = valuetext.AppendCSVField(p.buf, []byte(name))
 	}
 	p.buf = append(p.buf, '\r', '\n')
 	_, err := p.w.Write(p.buf)
@@ -133,8 +133,8 @@ func (p *csvPrinter) rows(r arrow.RecordBatch) error {
 				p.buf = append(p.buf, ',')
 			}
 			if !col.IsNull(i) {
-				p.text = store.AppendTextValue(p.text[:0], col, i)
-				p.buf = appendCSVField(p.buf, p.text)
+				p.text = valuetext.AppendTextValue(p.text[:0], col, i)
+				p.buf = valuetext.AppendCSVField(p.buf, p.text)
 			}
 		}
 		p.buf = append(p.buf, '\r', '\n')
@@ -147,24 +147,6 @@ func (p *csvPrinter) rows(r arrow.RecordBatch) error {
 
 func (p *csvPrinter) flush() error { return p.w.Flush() }
 func (p *csvPrinter) restart()     { p.cols.shown = false }
-
-// appendCSVField appends one non-NULL field as the server's CSV output writes it (RFC
-// 4180): quoted when it is empty (so that "" is the empty string and an empty unquoted
-// field is NULL), holds ',', '"', CR or LF, or starts with a space or tab.
-func appendCSVField(dst, field []byte) []byte {
-	quote := len(field) == 0 || field[0] == ' ' || field[0] == '\t' || bytes.ContainsAny(field, ",\"\r\n")
-	if !quote {
-		return append(dst, field...)
-	}
-	dst = append(dst, '"')
-	for _, b := range field {
-		if b == '"' {
-			dst = append(dst, '"')
-		}
-		dst = append(dst, b)
-	}
-	return append(dst, '"')
-}
 
 // maxCellWidth truncates long values in the table format, in characters.
 const maxCellWidth = 48
@@ -207,7 +189,7 @@ func (p *tablePrinter) rows(r arrow.RecordBatch) error {
 				cells[j] = "NULL"
 				continue
 			}
-			p.buf = store.AppendTextValue(p.buf[:0], col, i)
+			p.buf = valuetext.AppendTextValue(p.buf[:0], col, i)
 			cells[j] = cellText(string(p.buf))
 		}
 		if err := p.line(cells); err != nil {

@@ -59,6 +59,7 @@ type Main struct {
 	// URL is the base URL the server listens on, known after Run.
 	URL string
 
+	stack    *api.Stack
 	http     *http.Server
 	listener net.Listener
 	served   chan error
@@ -86,24 +87,13 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	m.Store.Path = filepath.Join(m.DataDir, databaseFile)
-	m.Store.Publisher = m.Hub
-	m.Store.Logger = m.Logger.With("component", "store")
-	if err := m.openStore(ctx); err != nil {
+	if err := m.openStack(ctx); err != nil {
 		return err
 	}
-	m.Hub.DB = m.Store
-	m.Hub.Codec = stream.NewCodec(m.Store.CursorKey())
-	m.Hub.Logger = m.Logger.With("component", "stream")
-	m.Hub.Open()
-	m.Reader.DB = m.Store
-	m.Reader.Cursor = m.Hub.Codec.Encode
-	m.Reader.Logger = m.Logger.With("component", "snapshot")
-	m.API.Logger = m.Logger.With("component", "api")
 	if err := m.ensureAdminToken(ctx); err != nil {
 		return err
 	}
-	handler := api.NewServer(m.API, m.Store, m.Hub, m.Reader)
-	m.http = api.NewHTTPServer(m.Addr, handler, m.Plaintext)
+	m.http = api.NewHTTPServer(m.Addr, m.stack.Handler, m.Plaintext)
 	m.http.ErrorLog = slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn)
 	cert, key := m.TLSCert, m.TLSKey
 	if !m.Plaintext {
@@ -141,14 +131,18 @@ func (m *Main) Run(ctx context.Context) error {
 	return nil
 }
 
-// openStore opens the store, retrying for a few seconds while another process still
-// holds the database file's lock: right after a kill -9 the old process may not be gone
-// yet, and a supervisor restarting at once should not fail on that.
-func (m *Main) openStore(ctx context.Context) error {
+// openStack opens the server's parts (api.OpenStack), retrying for a few seconds while
+// another process still holds the database file's lock: right after a kill -9 the old
+// process may not be gone yet, and a supervisor restarting at once should not fail on that.
+func (m *Main) openStack(ctx context.Context) error {
 	deadline := time.Now().Add(lockWait)
 	for {
-		err := m.Store.Open(ctx)
-		if err == nil || !strings.Contains(err.Error(), "Conflicting lock") || time.Now().After(deadline) {
+		st, err := api.OpenStack(ctx, api.StackConfig{Store: m.Store, Hub: m.Hub, Reader: m.Reader, API: m.API, Logger: m.Logger})
+		if err == nil {
+			m.stack = st
+			return nil
+		}
+		if !strings.Contains(err.Error(), "Conflicting lock") || time.Now().After(deadline) {
 			return err
 		}
 		m.Logger.Warn("the database file is locked by another process; retrying", "err", err)
@@ -211,7 +205,9 @@ func (m *Main) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, m.Hub.Close(), m.Store.Close())
+	if m.stack != nil {
+		errs = append(errs, m.stack.Close())
+	}
 	return errors.Join(errs...)
 }
 

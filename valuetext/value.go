@@ -1,4 +1,4 @@
-package store
+package valuetext
 
 import (
 	"encoding/base64"
@@ -18,7 +18,7 @@ const MaxSafeInteger = 1<<53 - 1
 
 // AppendJSONValue appends the JSON (RFC 8259) encoding of row i of arr to dst. It is the
 // one value encoder of every JSON output (snapshot and stream payloads alike), so a value
-// reads the same wherever it is delivered. Encodings, for the Arrow types of Type.Arrow:
+// reads the same wherever it is delivered. Encodings, for the Arrow types of ducktail columns:
 //
 //	null                       null
 //	bool                       true, false

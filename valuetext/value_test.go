@@ -1,4 +1,4 @@
-package store_test
+package valuetext_test
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/valuetext"
 )
 
 // one builds a one-row array of type dt holding v (nil for NULL) through the Arrow builders.
@@ -190,16 +190,16 @@ func valueCases(tb testing.TB) []valueCase {
 func TestAppendJSONValue(t *testing.T) {
 	for _, c := range valueCases(t) {
 		arr := one(t, c.dt, c.v)
-		if got := string(store.AppendJSONValue([]byte("x"), arr, 0, c.big)); got != "x"+c.json {
+		if got := string(valuetext.AppendJSONValue([]byte("x"), arr, 0, c.big)); got != "x"+c.json {
 			t.Errorf("%s: AppendJSONValue = %s, want %s", c.name, got[1:], c.json)
 		}
-		if got := string(store.AppendTextValue([]byte("x"), arr, 0)); got != "x"+c.text {
+		if got := string(valuetext.AppendTextValue([]byte("x"), arr, 0)); got != "x"+c.text {
 			t.Errorf("%s: AppendTextValue = %q, want %q", c.name, got[1:], c.text)
 		}
-		if got := store.AppendJSONValue(nil, arr, 0, c.big); !json.Valid(got) {
+		if got := valuetext.AppendJSONValue(nil, arr, 0, c.big); !json.Valid(got) {
 			t.Errorf("%s: %s is not valid JSON", c.name, got)
 		}
-		if bytes.ContainsAny(store.AppendJSONValue(nil, arr, 0, c.big), "\r\n\x00") {
+		if bytes.ContainsAny(valuetext.AppendJSONValue(nil, arr, 0, c.big), "\r\n\x00") {
 			t.Errorf("%s: output holds a raw CR, LF or NUL", c.name)
 		}
 		arr.Release()
@@ -212,9 +212,9 @@ func TestAppendJSONValueRoundTrip(t *testing.T) {
 	ints := []int64{0, 1, -1, 42, 1<<53 - 1, 1 << 53, 1<<53 + 1, math.MaxInt64, math.MinInt64}
 	for _, v := range ints {
 		for _, asStrings := range []bool{false, true} {
-			out := store.AppendJSONValue(nil, one(t, arrow.PrimitiveTypes.Int64, v), 0, asStrings)
+			out := valuetext.AppendJSONValue(nil, one(t, arrow.PrimitiveTypes.Int64, v), 0, asStrings)
 			var n json.Number
-			if asStrings && (v > store.MaxSafeInteger || v < -store.MaxSafeInteger) {
+			if asStrings && (v > valuetext.MaxSafeInteger || v < -valuetext.MaxSafeInteger) {
 				var s string
 				if err := json.Unmarshal(out, &s); err != nil {
 					t.Fatalf("%s: %v", out, err)
@@ -235,7 +235,7 @@ func TestAppendJSONValueRoundTrip(t *testing.T) {
 	floats := []float64{0, math.Copysign(0, -1), 0.1, 1.0 / 3, -2.5e-300, 6.02214076e23, math.MaxFloat64, math.SmallestNonzeroFloat64, 1e21, 1e-7}
 	for _, v := range floats {
 		var got float64
-		out := store.AppendJSONValue(nil, one(t, arrow.PrimitiveTypes.Float64, v), 0, false)
+		out := valuetext.AppendJSONValue(nil, one(t, arrow.PrimitiveTypes.Float64, v), 0, false)
 		if err := json.Unmarshal(out, &got); err != nil || math.Float64bits(got) != math.Float64bits(v) {
 			t.Errorf("float64 %v encoded as %s decoded to %v (%v)", v, out, got, err)
 		}
@@ -243,7 +243,7 @@ func TestAppendJSONValueRoundTrip(t *testing.T) {
 		if math.IsInf(float64(f32), 0) {
 			continue
 		}
-		out = store.AppendJSONValue(nil, one(t, arrow.PrimitiveTypes.Float32, f32), 0, false)
+		out = valuetext.AppendJSONValue(nil, one(t, arrow.PrimitiveTypes.Float32, f32), 0, false)
 		var got32 float32
 		if err := json.Unmarshal(out, &got32); err != nil || math.Float32bits(got32) != math.Float32bits(f32) {
 			t.Errorf("float32 %v encoded as %s decoded to %v (%v)", f32, out, got32, err)
@@ -252,7 +252,7 @@ func TestAppendJSONValueRoundTrip(t *testing.T) {
 	strs := []string{"", "plain", "tab\there", "\x00\x01\x1f", "quote\"back\\slash", "\u2028\u2029", "🦆🦆", "日本語", strings.Repeat("é", 100)}
 	for _, s := range strs {
 		var got string
-		out := store.AppendJSONString(nil, s)
+		out := valuetext.AppendJSONString(nil, s)
 		if err := json.Unmarshal(out, &got); err != nil || got != s {
 			t.Errorf("string %q encoded as %s decoded to %q (%v)", s, out, got, err)
 		}
@@ -260,13 +260,13 @@ func TestAppendJSONValueRoundTrip(t *testing.T) {
 	// Dates and timestamps against Go's own calendar, across four centuries.
 	for days := -146097; days <= 146097; days += 97 {
 		want := time.Unix(int64(days)*86400, 0).UTC().Format("2006-01-02")
-		if got := string(store.AppendTextValue(nil, one(t, arrow.FixedWidthTypes.Date32, days), 0)); got != want {
+		if got := string(valuetext.AppendTextValue(nil, one(t, arrow.FixedWidthTypes.Date32, days), 0)); got != want {
 			t.Fatalf("date %d = %s, want %s", days, got, want)
 		}
 	}
 	for us := int64(-1e16); us <= 1e16; us += 123456789012345 {
 		want := strings.TrimRight(strings.TrimRight(time.UnixMicro(us).UTC().Format("2006-01-02T15:04:05.000000"), "0"), ".")
-		if got := string(store.AppendTextValue(nil, one(t, &arrow.TimestampType{Unit: arrow.Microsecond}, us), 0)); got != want {
+		if got := string(valuetext.AppendTextValue(nil, one(t, &arrow.TimestampType{Unit: arrow.Microsecond}, us), 0)); got != want {
 			t.Fatalf("timestamp %d = %s, want %s", us, got, want)
 		}
 	}
@@ -284,8 +284,8 @@ func TestAppendJSONValueDoesNotAllocate(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() {
 		dst = dst[:0]
 		for _, a := range arrs {
-			dst = store.AppendJSONValue(dst, a, 0, true)
-			dst = store.AppendTextValue(dst, a, 0)
+			dst = valuetext.AppendJSONValue(dst, a, 0, true)
+			dst = valuetext.AppendTextValue(dst, a, 0)
 		}
 	})
 	if allocs != 0 {
@@ -298,7 +298,7 @@ func FuzzAppendJSONString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		out := store.AppendJSONString(nil, s)
+		out := valuetext.AppendJSONString(nil, s)
 		if !json.Valid(out) {
 			t.Fatalf("%q encoded as invalid JSON %s", s, out)
 		}
@@ -320,7 +320,7 @@ func FuzzAppendJSONString(f *testing.F) {
 		if got != wantS {
 			t.Fatalf("%q decoded to %q, encoding/json gives %q", s, got, wantS)
 		}
-		if text := string(store.AppendTextValue(nil, one(t, arrow.BinaryTypes.String, s), 0)); text != wantS {
+		if text := string(valuetext.AppendTextValue(nil, one(t, arrow.BinaryTypes.String, s), 0)); text != wantS {
 			t.Fatalf("AppendTextValue(%q) = %q, want %q", s, text, wantS)
 		}
 	})

@@ -1,10 +1,11 @@
-package api_test
+package stream_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"testing"
 
+	"github.com/ducktail/ducktail/internal/ssetest"
 	"github.com/ducktail/ducktail/stream"
 )
 
@@ -14,7 +15,7 @@ var fuzzEvents = []string{
 }
 
 // FuzzSSEEncoding frames arbitrary ids and data with stream.Framing.Encode and reads the
-// bytes back with the tests' WHATWG parser (and, for NDJSON and JSON-seq, with
+// bytes back with a WHATWG parser (ssetest) (and, for NDJSON and JSON-seq, with
 // encoding/json): either the encoder refuses the event, or exactly the same event comes
 // back, alone.
 func FuzzSSEEncoding(f *testing.F) {
@@ -28,7 +29,7 @@ func FuzzSSEEncoding(f *testing.F) {
 		event := fuzzEvents[int(which)%len(fuzzEvents)]
 		frame, err := stream.FramingSSE.Encode(nil, event, id, data, false)
 		if err == nil {
-			p := newSSEParser(bytes.NewReader(frame))
+			p := ssetest.NewParser(bytes.NewReader(frame))
 			ev, perr := p.Next()
 			if perr != nil || ev.Event != event || ev.ID != id || ev.Data != string(data) {
 				t.Fatalf("SSE frame %q parsed as %+v (%v), want event %q id %q data %q", frame, ev, perr, event, id, data)

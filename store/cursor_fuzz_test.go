@@ -1,20 +1,18 @@
-package stream_test
+package store_test
 
 import (
 	"testing"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/ducktail/ducktail/store"
-	"github.com/ducktail/ducktail/stream"
 )
 
 // FuzzCursorDecode feeds arbitrary strings to the cursor decoder: it must never panic,
 // must refuse with a *CursorError, and whatever it accepts must re-encode to the same
 // string (a cursor has exactly one spelling, so a tampered one cannot pass).
 func FuzzCursorDecode(f *testing.F) {
-	c := stream.NewCodec([]byte("fuzz key fuzz key fuzz key fuzz "))
+	c := store.NewCursors([]byte("fuzz key fuzz key fuzz key fuzz "))
 	good := c.Encode(store.Position{TableID: 3, Activation: uuid.MustParse("0b5a1f3e-8d1c-4c55-9a8e-3f2b1c0d9e7a"), Seq: 17})
 	for _, s := range []string{good, "", "42", "r1.", "r1." + good[3:20], good + "=", good[:len(good)-1] + "B", "r2" + good[2:]} {
 		f.Add(s)
@@ -22,33 +20,13 @@ func FuzzCursorDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		p, err := c.Decode(s)
 		if err != nil {
-			if _, ok := err.(*stream.CursorError); !ok {
+			if _, ok := err.(*store.CursorError); !ok {
 				t.Fatalf("Decode(%q) error %T, want *CursorError", s, err)
 			}
 			return
 		}
 		if again := c.Encode(p); again != s {
 			t.Fatalf("Decode(%q) accepted a cursor that re-encodes as %q", s, again)
-		}
-	})
-}
-
-// FuzzCheckLastEventID checks the header check against its rule: accepted values are at
-// most 512 bytes of valid UTF-8 without control characters.
-func FuzzCheckLastEventID(f *testing.F) {
-	for _, s := range []string{"", "r1.abc", "a\nb", "a\rb", "a\x00b", "\x7f", "\xff", "é"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		err := stream.CheckLastEventID(s)
-		ok := len(s) <= stream.MaxLastEventIDLen && utf8.ValidString(s)
-		for _, r := range s {
-			if r < 0x20 || r == 0x7f || r == utf8.RuneError {
-				ok = false
-			}
-		}
-		if (err == nil) != ok {
-			t.Fatalf("CheckLastEventID(%q) = %v, want accepted=%v", s, err, ok)
 		}
 	})
 }

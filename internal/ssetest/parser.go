@@ -1,4 +1,6 @@
-package api_test
+// Package ssetest parses Server-Sent Events by the WHATWG rules, for tests: the bytes a
+// server writes are read by the standard, not by the code that wrote them.
+package ssetest
 
 import (
 	"bufio"
@@ -7,8 +9,8 @@ import (
 	"strings"
 )
 
-// sseEvent is one dispatched Server-Sent Event.
-type sseEvent struct {
+// Event is one dispatched Server-Sent Event.
+type Event struct {
 	Event string
 	ID    string
 	Data  string
@@ -16,15 +18,15 @@ type sseEvent struct {
 	Retry int
 }
 
-// sseParser is a WHATWG HTML "Server-sent events" parser ("Interpreting an event
-// stream"), written for the tests so that the bytes on the wire are read by rules, not by
+// Parser is a WHATWG HTML "Server-sent events" parser ("Interpreting an event
+// stream"), written for tests so that the bytes on the wire are read by rules, not by
 // the server's own code: lines end in CRLF, LF or CR; a leading BOM is dropped; lines
 // starting with ':' are comments; "field: value" drops one leading space; data fields
 // join with LF; an event is dispatched at a blank line only when a data field was seen
 // (our heartbeat sends an empty "data:" line for that reason); the id field persists
 // across events and is ignored when it contains NUL; retry must be all digits. Input may
 // arrive chunked at any byte.
-type sseParser struct {
+type Parser struct {
 	r       *bufio.Reader
 	started bool
 	lastID  string
@@ -32,12 +34,13 @@ type sseParser struct {
 	pending bool // a CR was the last byte: a following LF belongs to it
 }
 
-func newSSEParser(r io.Reader) *sseParser {
-	return &sseParser{r: bufio.NewReader(r), retry: -1}
+// NewParser returns a Parser reading r.
+func NewParser(r io.Reader) *Parser {
+	return &Parser{r: bufio.NewReader(r), retry: -1}
 }
 
 // readLine returns one line without its terminator (CRLF, LF or CR).
-func (p *sseParser) readLine() (string, error) {
+func (p *Parser) readLine() (string, error) {
 	var b bytes.Buffer
 	for {
 		c, err := p.r.ReadByte()
@@ -66,13 +69,13 @@ func (p *sseParser) readLine() (string, error) {
 
 // Next returns the next dispatched event. At the end of input it returns io.EOF; a
 // partial event at the end (a truncated stream) is discarded, as the standard says.
-func (p *sseParser) Next() (sseEvent, error) {
+func (p *Parser) Next() (Event, error) {
 	var event, data strings.Builder
 	hasData := false
 	for {
 		line, err := p.readLine()
 		if err != nil {
-			return sseEvent{}, io.EOF
+			return Event{}, io.EOF
 		}
 		if !p.started {
 			p.started = true
@@ -83,7 +86,7 @@ func (p *sseParser) Next() (sseEvent, error) {
 				event.Reset()
 				continue
 			}
-			return sseEvent{Event: event.String(), ID: p.lastID, Data: data.String(), Retry: p.retry}, nil
+			return Event{Event: event.String(), ID: p.lastID, Data: data.String(), Retry: p.retry}, nil
 		}
 		if line[0] == ':' {
 			continue
