@@ -89,7 +89,25 @@ func newMetrics(reg *prometheus.Registry, db *store.DB, hub *stream.Hub) *metric
 	for _, c := range storeCollectors(db) {
 		f(c)
 	}
+	for _, c := range replayCollectors(hub) {
+		f(c)
+	}
 	return m
+}
+
+// replayCollectors read the replay of resumed streams at each scrape (stream.Hub.ReplayStats).
+func replayCollectors(hub *stream.Hub) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ducktail_stream_replays_active",
+			Help: "Resumed streams whose replay is in progress."},
+			func() float64 { return float64(hub.ReplayStats().Active) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ducktail_stream_replay_bytes",
+			Help: "Bytes of replayed frames held for resumed streams, shared by those that replay the same commits (at most --max-replay-bytes)."},
+			func() float64 { return float64(hub.ReplayStats().Bytes) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ducktail_stream_replay_read_commits_total",
+			Help: "Commits replay read from the tables: once per commit for all the streams replaying it at about the same time."},
+			func() float64 { return float64(hub.ReplayStats().Read) }),
+	}
 }
 
 // storeCollectors read the store's resources at each scrape (store.DB.Stats): the WAL and
