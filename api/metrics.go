@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ducktail/ducktail/store"
 	"github.com/ducktail/ducktail/stream"
 )
 
@@ -42,7 +43,7 @@ type metrics struct {
 // latencyBuckets span 100 µs to 10 s.
 var latencyBuckets = prometheus.ExponentialBuckets(0.0001, 2.5, 12)
 
-func newMetrics(reg *prometheus.Registry, hub *stream.Hub) *metrics {
+func newMetrics(reg *prometheus.Registry, db *store.DB, hub *stream.Hub) *metrics {
 	f := func(c prometheus.Collector) { reg.MustRegister(c) }
 	m := &metrics{
 		registry: reg,
@@ -85,7 +86,56 @@ func newMetrics(reg *prometheus.Registry, hub *stream.Hub) *metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
+	for _, c := range storeCollectors(db) {
+		f(c)
+	}
+	for _, c := range replayCollectors(hub) {
+		f(c)
+	}
 	return m
+}
+
+// replayCollectors read the replay of resumed streams at each scrape (stream.Hub.ReplayStats).
+func replayCollectors(hub *stream.Hub) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ducktail_stream_replays_active",
+			Help: "Resumed streams whose replay is in progress."},
+			func() float64 { return float64(hub.ReplayStats().Active) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ducktail_stream_replay_bytes",
+			Help: "Bytes of replayed frames held for resumed streams, shared by those that replay the same commits (at most --max-replay-bytes)."},
+			func() float64 { return float64(hub.ReplayStats().Bytes) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ducktail_stream_replay_read_commits_total",
+			Help: "Commits replay read from the tables: once per commit for all the streams replaying it at about the same time."},
+			func() float64 { return float64(hub.ReplayStats().Read) }),
+	}
+}
+
+// storeCollectors read the store's resources at each scrape (store.DB.Stats): the WAL and
+// its checkpoints, and DuckDB connection use.
+func storeCollectors(db *store.DB) []prometheus.Collector {
+	stat := func(v func(store.Stats) float64) func() float64 {
+		return func() float64 { return v(db.Stats()) }
+	}
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ducktail_store_wal_bytes",
+			Help: "Size of DuckDB's write-ahead log file, as the writer last saw it."},
+			stat(func(s store.Stats) float64 { return float64(s.WALBytes) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ducktail_store_checkpoints_total",
+			Help: "CHECKPOINTs run by the writer, by result.", ConstLabels: prometheus.Labels{"result": "ok"}},
+			stat(func(s store.Stats) float64 { return float64(s.Checkpoints) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ducktail_store_checkpoints_total",
+			Help: "CHECKPOINTs run by the writer, by result.", ConstLabels: prometheus.Labels{"result": "failed"}},
+			stat(func(s store.Stats) float64 { return float64(s.CheckpointsFailed) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ducktail_store_readers_busy",
+			Help: "DuckDB read connections in use (snapshots, queries, replays)."},
+			stat(func(s store.Stats) float64 { return float64(s.ReadersBusy) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ducktail_store_readers_max",
+			Help: "DuckDB read connections at most (--read-conns)."},
+			stat(func(s store.Stats) float64 { return float64(s.ReadConns) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ducktail_store_writer_queue",
+			Help: "Writes (appends and catalog changes) waiting for the writer."},
+			stat(func(s store.Stats) float64 { return float64(s.WriterQueue) })),
+	}
 }
 
 // observeFrame counts one written frame of n bytes.

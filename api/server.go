@@ -114,7 +114,7 @@ func NewServer(cfg Config, db *store.DB, hub *stream.Hub, reader *snapshot.Reade
 	}
 	s := &Server{
 		cfg: cfg, db: db, hub: hub, reader: reader, codec: db.Cursors(), log: cfg.Logger,
-		metrics: newMetrics(cfg.Registry, hub),
+		metrics: newMetrics(cfg.Registry, db, hub),
 		limits:  newTokenLimiters(cfg.RateLimit, cfg.RateBurst),
 
 		snapshots: make(chan struct{}, cfg.MaxSnapshots),
@@ -176,9 +176,12 @@ func (s *Server) routes() chi.Router {
 }
 
 // retryAfterSeconds is the Retry-After sent with refusals a later retry may cure
-// (store.CodeUnavailable, store.CodeTooManyStreams) that carry no delay of their own.
+// (store.CodeUnavailable, store.CodeTooManyStreams) that carry no delay of their own: the
+// hub's reconnect delay with the same jitter as its reconnect events (up to the delay
+// again), rounded up to whole seconds (RFC 9110, section 10.2.3), so that clients refused
+// together do not all come back together.
 func (s *Server) retryAfterSeconds() int {
-	return int(max(s.hub.Retry/time.Second, 1))
+	return int(max((s.hub.RetryMS()+999)/1000, 1))
 }
 
 // pathParam returns the route parameter key of r, percent-decoded: chi hands over the

@@ -164,10 +164,11 @@ func (db *DB) DropTable(ctx context.Context, name string) error {
 	return err
 }
 
-// endActivation marks t's activation ended and drops its physical table.
+// endActivation marks t's activation ended, recording its final head (live activations
+// keep their head in memory and in the commit log only), and drops its physical table.
 func (db *DB) endActivation(ctx context.Context, tx *writeTx, t *table, reason string) error {
-	if err := tx.exec(ctx, `UPDATE ducktail_catalog.activations SET ended_at = ?, end_reason = ? WHERE id = ?::UUID`,
-		db.Now().UTC(), reason, t.activation.String()); err != nil {
+	if err := tx.exec(ctx, `UPDATE ducktail_catalog.activations SET ended_at = ?, end_reason = ?, head_seq = ? WHERE id = ?::UUID`,
+		db.Now().UTC(), reason, t.head, t.activation.String()); err != nil {
 		return err
 	}
 	return tx.exec(ctx, "DROP TABLE ducktail_data."+QuoteIdent(t.physical))

@@ -15,11 +15,17 @@ import (
 )
 
 // ReadTx is one read-only DuckDB transaction on a reader connection. Everything read
-// through it sees one snapshot, fixed by its first statement (DESIGN.md, "Measured facts");
-// a slow reader never blocks the writer. It is not safe for concurrent use.
+// through it sees one snapshot, fixed by its first statement (docs/design.md, "Measured
+// facts about DuckDB"); a slow reader never blocks the writer. It is not safe for
+// concurrent use.
 type ReadTx struct {
 	db   *DB
 	conn *sql.Conn
+	// heads is the head seq of every live activation as of the transaction's snapshot:
+	// commits update no catalog row (an UPDATE that commits while an older read
+	// transaction is open makes every CHECKPOINT fail until that reader ends, so heads
+	// live in memory and in the commit log; see pinSnapshot).
+	heads map[uuid.UUID]int64
 }
 
 // Read runs fn inside one read-only transaction and rolls it back afterwards. It waits
@@ -39,11 +45,44 @@ func (db *DB) Read(ctx context.Context, fn func(*ReadTx) error) error {
 		endRead(conn)
 		return fmt.Errorf("begin read: %w", err)
 	}
-	ferr := fn(&ReadTx{db: db, conn: conn})
+	tx := &ReadTx{db: db, conn: conn}
+	ferr := tx.pinSnapshot(ctx)
+	if ferr == nil {
+		ferr = fn(tx)
+	}
 	if err := endRead(conn); err != nil {
 		return errors.Join(ferr, fmt.Errorf("end read: %w", err))
 	}
 	return ferr
+}
+
+// pinSnapshot fixes the transaction's snapshot with its first statement and copies the
+// in-memory heads of the live activations, both while no commit can complete (the writer
+// holds DB.commitMu around COMMIT and the in-memory update that follows it), so the heads
+// are exactly those of the snapshot.
+func (tx *ReadTx) pinSnapshot(ctx context.Context) error {
+	tx.db.commitMu.RLock()
+	defer tx.db.commitMu.RUnlock()
+	var n int64
+	if err := tx.conn.QueryRowContext(ctx, "SELECT count(*) FROM ducktail_catalog.settings").Scan(&n); err != nil {
+		return fmt.Errorf("begin read: %w", err)
+	}
+	tx.db.mu.RLock()
+	tx.heads = make(map[uuid.UUID]int64, len(tx.db.tables))
+	for _, t := range tx.db.tables {
+		tx.heads[t.activation] = t.head
+	}
+	tx.db.mu.RUnlock()
+	return nil
+}
+
+// head returns the head seq of activation id as of the snapshot: the pinned in-memory head
+// of a live activation, or stored, the head_seq its catalog row got when it ended.
+func (tx *ReadTx) head(id uuid.UUID, stored int64) int64 {
+	if h, ok := tx.heads[id]; ok {
+		return h
+	}
+	return stored
 }
 
 // endRead rolls back whatever transaction conn has open, even when the request's context
@@ -81,6 +120,7 @@ func (tx *ReadTx) Table(ctx context.Context, name string) (TableInfo, error) {
 	if info.Head.Activation, err = uuid.Parse(act); err != nil {
 		return TableInfo{}, err
 	}
+	info.Head.Seq = tx.head(info.Head.Activation, info.Head.Seq)
 	if err := json.Unmarshal([]byte(cols), &info.Schema.Columns); err != nil {
 		return TableInfo{}, fmt.Errorf("read table %s: columns: %w", name, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,8 +134,19 @@ func TestKill9Child(t *testing.T) {
 	if _, err := db.CreateTable(context.Background(), "weather", weatherColumns); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; ; i++ {
-		c := appendRows(t, db, "weather", 10, float64(i))
-		fmt.Printf("ACK %d\n", c.Position.Seq)
+	// DUCKTAIL_KILL9_CLIENTS appends from that many goroutines at once (a sustained load
+	// that keeps the writer's queue full); each prints its own acknowledgements.
+	clients, _ := strconv.Atoi(os.Getenv("DUCKTAIL_KILL9_CLIENTS"))
+	var out sync.Mutex
+	for c := range max(clients, 1) {
+		go func() {
+			for i := 0; ; i++ {
+				commit := appendRows(t, db, "weather", 10, float64(c*1_000_000+i))
+				out.Lock()
+				fmt.Printf("ACK %d\n", commit.Position.Seq)
+				out.Unlock()
+			}
+		}()
 	}
+	select {}
 }

@@ -56,6 +56,7 @@ func (tx *ReadTx) Activation(ctx context.Context, tableID int64, id uuid.UUID) (
 		return a, fmt.Errorf("read activation: %w", err)
 	}
 	a.Ended, a.Reason = ended.Valid, reason.String
+	a.Head = tx.head(id, a.Head)
 	return a, nil
 }
 

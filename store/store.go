@@ -33,10 +33,18 @@ import (
 const (
 	// DefaultReadConns bounds concurrent read transactions (snapshots, queries, replays).
 	DefaultReadConns = 16
-	// DefaultCheckpointBytes is how many committed bytes trigger an explicit CHECKPOINT
-	// between transactions; DuckDB's own automatic checkpoint is pushed far above it,
-	// because it stalls the committing transaction (DESIGN.md, "Measured facts").
-	DefaultCheckpointBytes = 128 << 20
+	// DefaultCheckpointBytes is the size of the write-ahead log file that makes the writer
+	// checkpoint (checkpoint.go); DuckDB's own automatic checkpoint is pushed above it,
+	// because it stalls the committing transaction (docs/design.md, "Measured facts about
+	// DuckDB").
+	DefaultCheckpointBytes = 8 << 20
+	// DefaultCheckpointCommits is how many commits since the last checkpoint make the
+	// writer checkpoint: restart replays about 0.1 ms per small commit, so twice this
+	// bounds the replay after a kill -9 to about 2 s.
+	DefaultCheckpointCommits = 8192
+	// DefaultIdleCheckpoint is how long the writer waits idle before it folds a non-empty
+	// write-ahead log.
+	DefaultIdleCheckpoint = time.Second
 	// DefaultMaxGroupCommits bounds how many queued appends one DuckDB transaction takes
 	// (group commit).
 	DefaultMaxGroupCommits = 256
@@ -59,9 +67,16 @@ type DB struct {
 	Threads int
 	// ReadConns bounds concurrent read transactions; 0 means DefaultReadConns.
 	ReadConns int
-	// CheckpointBytes: committed bytes between explicit checkpoints; 0 means
-	// DefaultCheckpointBytes.
+	// CheckpointBytes is the write-ahead log size, in bytes, that makes the writer
+	// checkpoint; 0 means DefaultCheckpointBytes. The log stays under twice it plus one
+	// group commit (checkpoint.go).
 	CheckpointBytes int64
+	// CheckpointCommits is how many commits since the last checkpoint make the writer
+	// checkpoint; 0 means DefaultCheckpointCommits.
+	CheckpointCommits int64
+	// IdleCheckpoint is how long the writer is idle before it folds a non-empty log; 0
+	// means DefaultIdleCheckpoint.
+	IdleCheckpoint time.Duration
 	// MaxGroupCommits and MaxGroupRows bound one group commit; 0 means the defaults.
 	MaxGroupCommits int
 	MaxGroupRows    int64
@@ -78,9 +93,14 @@ type DB struct {
 	writer    *writer
 	cursors   *Cursors
 
-	mu     sync.RWMutex
-	tables map[string]*table // by lower-case name, live tables only
-	tokens map[string]Token  // by token id
+	stats storeStats
+
+	// commitMu is held by the writer around each COMMIT and the in-memory catalog update
+	// after it, and shared by a read transaction while it fixes its snapshot (pinSnapshot).
+	commitMu sync.RWMutex
+	mu       sync.RWMutex
+	tables   map[string]*table // by lower-case name, live tables only
+	tokens   map[string]Token  // by token id
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -90,13 +110,15 @@ type DB struct {
 // NewDB returns a DB for the database file at path with defaults filled in.
 func NewDB(path string) *DB {
 	return &DB{
-		Path:            path,
-		ReadConns:       DefaultReadConns,
-		CheckpointBytes: DefaultCheckpointBytes,
-		MaxGroupCommits: DefaultMaxGroupCommits,
-		MaxGroupRows:    DefaultMaxGroupRows,
-		Logger:          slog.Default().With("component", "store"),
-		Now:             time.Now,
+		Path:              path,
+		ReadConns:         DefaultReadConns,
+		CheckpointBytes:   DefaultCheckpointBytes,
+		CheckpointCommits: DefaultCheckpointCommits,
+		IdleCheckpoint:    DefaultIdleCheckpoint,
+		MaxGroupCommits:   DefaultMaxGroupCommits,
+		MaxGroupRows:      DefaultMaxGroupRows,
+		Logger:            slog.Default().With("component", "store"),
+		Now:               time.Now,
 	}
 }
 
@@ -120,6 +142,12 @@ func (db *DB) Open(ctx context.Context) (err error) {
 	if db.CheckpointBytes <= 0 {
 		db.CheckpointBytes = DefaultCheckpointBytes
 	}
+	if db.CheckpointCommits <= 0 {
+		db.CheckpointCommits = DefaultCheckpointCommits
+	}
+	if db.IdleCheckpoint <= 0 {
+		db.IdleCheckpoint = DefaultIdleCheckpoint
+	}
 	if db.MaxGroupCommits <= 0 {
 		db.MaxGroupCommits = DefaultMaxGroupCommits
 	}
@@ -129,6 +157,11 @@ func (db *DB) Open(ctx context.Context) (err error) {
 	if db.Publisher == nil {
 		db.Publisher = nopPublisher{}
 	}
+	walBefore, err := db.walSizeBeforeOpen()
+	if err != nil {
+		return err
+	}
+	opening := time.Now()
 	db.connector, err = duckdb.NewConnector(db.dsn(), nil)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", db.Path, err)
@@ -142,6 +175,11 @@ func (db *DB) Open(ctx context.Context) (err error) {
 	// One writer connection plus ReadConns readers; idle readers stay open.
 	db.sqlDB.SetMaxOpenConns(db.ReadConns + 1)
 	db.sqlDB.SetMaxIdleConns(db.ReadConns + 1)
+	if walBefore > 0 {
+		if err := db.checkReplayedWAL(ctx, walBefore, time.Since(opening)); err != nil {
+			return err
+		}
+	}
 	if err := db.lockConfiguration(ctx); err != nil {
 		return err
 	}

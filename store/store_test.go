@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -125,43 +124,6 @@ func TestCancelledReadsLeaveNoOpenTransaction(t *testing.T) {
 		if err := db.Read(context.Background(), func(*store.ReadTx) error { return nil }); err != nil {
 			t.Fatalf("after %d cancelled reads: %v", i+1, err)
 		}
-	}
-}
-
-// TestCheckpointsRunBetweenWrites: with a tiny CheckpointBytes, the writer folds the WAL
-// into the database file once ingest pauses, even after sustained concurrent appends.
-func TestCheckpointsRunBetweenWrites(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ducktail.duckdb")
-	db := store.NewDB(path)
-	db.CheckpointBytes = 1
-	if err := db.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.CreateTable(context.Background(), "weather", weatherColumns); err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 30 {
-				appendRows(t, db, "weather", 1000, float64(i))
-			}
-		}()
-	}
-	wg.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		fi, err := os.Stat(path + ".wal")
-		if err != nil || fi.Size() == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the WAL still holds %d bytes after ingest paused", fi.Size())
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

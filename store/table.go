@@ -89,11 +89,14 @@ func tableNotFound(name string) error {
 	return &Error{Code: CodeNotFound, Message: "no table named " + quoteForMessage(name), Err: ErrTableNotFound}
 }
 
-// loadCatalog reads every live table, its activation and current schema into memory.
+// loadCatalog reads every live table, its activation and current schema into memory. The
+// head of a live activation is the highest seq of its commit log (commits write no head
+// to the catalog; head_seq is set when an activation ends).
 func (db *DB) loadCatalog(ctx context.Context) error {
 	rows, err := db.sqlDB.QueryContext(ctx, `
-		SELECT t.id, t.name, t.created_at, a.id::VARCHAR, a.physical, a.head_seq, a.next_column,
-		       s.version, s.from_seq, s.columns,
+		SELECT t.id, t.name, t.created_at, a.id::VARCHAR, a.physical,
+		       greatest(a.head_seq, (SELECT coalesce(max(c.seq), 0) FROM ducktail_catalog.commits c WHERE c.activation = a.id)),
+		       a.next_column, s.version, s.from_seq, s.columns,
 		       (SELECT coalesce(sum(c.rows), 0) FROM ducktail_catalog.commits c WHERE c.activation = a.id)
 		FROM ducktail_catalog.tables t
 		JOIN ducktail_catalog.activations a ON a.id = t.activation

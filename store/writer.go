@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -27,10 +28,10 @@ type writer struct {
 	ops  chan *op
 	// stopped is closed when run returns: nothing answers an op after that.
 	stopped chan struct{}
-	// bytesSinceCheckpoint counts committed bytes since the last checkpoint;
-	// nextCheckpoint is the earliest time to try again after a failed one.
-	bytesSinceCheckpoint int64
-	nextCheckpoint       time.Time
+	// checkpoints is the checkpoint policy's state; only the writer goroutine uses it.
+	checkpoints checkpointState
+	// database is the catalog name DuckDB gives the database file.
+	database string
 }
 
 // op is one queued write: an append (batch != nil) or a catalog change (ddl != nil).
@@ -52,10 +53,19 @@ type opResult struct {
 	err    error
 }
 
-// writeTx is the writer's connection inside one transaction.
+// writeTx is the writer's connection inside one transaction, with the Arrow views staged
+// for it in the scratch database (stageRows): each is dropped and released after COMMIT or
+// ROLLBACK.
 type writeTx struct {
 	conn     *sql.Conn
+	staged   []stagedRows
 	releases []func()
+}
+
+// stagedRows is one table's rows of a group commit, registered as a scratch view.
+type stagedRows struct {
+	t    *table
+	view string
 }
 
 func (tx *writeTx) exec(ctx context.Context, query string, args ...any) error {
@@ -81,8 +91,24 @@ func newWriter(ctx context.Context, db *DB) (*writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open writer connection: %w", err)
 	}
-	return &writer{db: db, conn: conn, ops: make(chan *op, 1024), stopped: make(chan struct{})}, nil
+	w := &writer{db: db, conn: conn, ops: make(chan *op, 1024), stopped: make(chan struct{})}
+	if err := conn.QueryRowContext(ctx, "SELECT current_database()").Scan(&w.database); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("open writer connection: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "ATTACH IF NOT EXISTS ':memory:' AS "+QuoteIdent(scratchCatalog)); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("attach the scratch database: %w", err)
+	}
+	return w, nil
 }
+
+// scratchCatalog is an in-memory database attached next to the file, where the writer
+// registers the Arrow views it inserts rows from. A view registered in the file's own
+// catalog is a catalog change, logged in the WAL, and DuckDB refuses every CHECKPOINT while
+// a read transaction older than a committed catalog change is open; in memory it is
+// neither. User SQL cannot name it: the sandbox reads only schema main of the file.
+const scratchCatalog = ReservedPrefix + "_scratch"
 
 func (w *writer) close() error { return w.conn.Close() }
 
@@ -118,12 +144,29 @@ func (w *writer) run(ctx context.Context) {
 		o := next
 		next = nil
 		if o == nil {
-			w.maybeCheckpoint(ctx)
+			w.maybeCheckpoint(ctx, false)
 			select {
 			case o = <-w.ops:
 			case <-ctx.Done():
 				w.failQueued()
 				return
+			default:
+				// Nothing queued: wait, folding the WAL once the writer has been idle for
+				// IdleCheckpoint.
+				idle := time.NewTimer(w.db.IdleCheckpoint)
+				select {
+				case o = <-w.ops:
+				case <-idle.C:
+				case <-ctx.Done():
+					idle.Stop()
+					w.failQueued()
+					return
+				}
+				idle.Stop()
+				if o == nil {
+					w.maybeCheckpoint(ctx, true)
+					continue
+				}
 			}
 		}
 		if o.batch == nil {
@@ -201,13 +244,14 @@ type appendPlan struct {
 // commitAppends commits ops in one transaction and answers each op, or returns the error
 // that failed the whole transaction without answering any.
 func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
-	if err := w.begin(ctx); err != nil {
-		return err
-	}
 	tx := &writeTx{conn: w.conn}
+	began := false
 	defer func() {
-		if err != nil {
+		switch {
+		case err != nil && began:
 			w.rollback(tx)
+		case err != nil:
+			w.release(tx)
 		}
 	}()
 	now := w.db.Now().UTC()
@@ -271,32 +315,34 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 		}
 	}
 	for _, t := range order {
-		if err := w.insertRows(ctx, tx, t, plans); err != nil {
+		if err := w.stageRows(tx, t, plans); err != nil {
 			return err
 		}
+	}
+	if err := w.begin(ctx); err != nil {
+		return err
+	}
+	began = true
+	if err := w.insertRows(ctx, tx); err != nil {
+		return err
 	}
 	if err := w.insertCommitLog(ctx, tx, plans); err != nil {
 		return err
 	}
-	for _, t := range order {
-		if err := tx.exec(ctx, `UPDATE ducktail_catalog.activations SET head_seq = ? WHERE id = ?::UUID`, heads[t], t.activation.String()); err != nil {
-			return err
+	// The heads are not written to the catalog: they are the commit log's seqs (see
+	// ReadTx.pinSnapshot for why no commit may UPDATE a catalog row).
+	var committed int64
+	if err := w.commit(ctx, tx, func() {
+		for _, p := range plans {
+			if p.err == nil && !p.commit.Duplicate {
+				p.t.head = p.commit.Position.Seq
+				p.t.rows += p.commit.Rows
+				committed++
+			}
 		}
-	}
-	if err := w.commit(ctx, tx); err != nil {
+	}); err != nil {
 		return err
 	}
-
-	var committed int64
-	w.db.mu.Lock()
-	for _, p := range plans {
-		if p.err == nil && !p.commit.Duplicate {
-			p.t.head = p.commit.Position.Seq
-			p.t.rows += p.commit.Rows
-			committed += RecordBytes(p.op.batch.Record)
-		}
-	}
-	w.db.mu.Unlock()
 	for _, p := range plans {
 		if p.err == nil && !p.commit.Duplicate {
 			w.db.Publisher.Publish(CommitEvent{
@@ -401,12 +447,14 @@ func (db *DB) IdempotentCommit(ctx context.Context, table, key string, requestHa
 	return c, found, err
 }
 
-// insertRows inserts the rows of every planned commit to t with one Arrow view scan: the
-// batches, each prefixed with a constant seq column, are registered as a view, copied
-// with INSERT … SELECT and the view dropped, inside the open transaction. The view name is
-// random and the view never outlives the transaction (DESIGN.md, "Measured facts": the
-// RegisterView trap); its release runs after COMMIT or ROLLBACK.
-func (w *writer) insertRows(ctx context.Context, tx *writeTx, t *table, plans []appendPlan) error {
+// stageRows registers the rows of t's commits among plans (each batch prefixed with a
+// constant seq column, fields named by physical column) as one Arrow view in the scratch
+// database, before the transaction begins: DuckDB writes to one database per
+// transaction, and the view is a write to the scratch one. The view name is random, and
+// the view is dropped and released after COMMIT or ROLLBACK, never queried again
+// (docs/design.md, "Measured facts about DuckDB": a registered view scans once, and
+// querying it after its release crashes the process).
+func (w *writer) stageRows(tx *writeTx, t *table, plans []appendPlan) error {
 	var recs []arrow.RecordBatch
 	var viewSchema *arrow.Schema
 	for _, p := range plans {
@@ -420,36 +468,50 @@ func (w *writer) insertRows(ctx context.Context, tx *writeTx, t *table, plans []
 	if len(recs) == 0 {
 		return nil
 	}
-	cols := []string{QuoteIdent(SeqColumn)}
-	for _, c := range t.schema.Columns {
-		cols = append(cols, QuoteIdent(physicalColumn(c.ID)))
-	}
 	view := ReservedPrefix + "_ingest_" + randomHex(12)
-	insert := "INSERT INTO ducktail_data." + QuoteIdent(t.physical) + " (" + strings.Join(cols, ", ") + ") SELECT * FROM " + QuoteIdent(view)
 	return w.conn.Raw(func(dc any) error {
 		conn := dc.(driver.Conn)
-		ar, err := duckdb.NewArrowFromConn(conn)
-		if err != nil {
-			return err
-		}
-		rdr, err := array.NewRecordReader(viewSchema, recs)
-		if err != nil {
-			return err
-		}
-		release, err := ar.RegisterView(rdr, view)
-		if err != nil {
-			return fmt.Errorf("register ingest view: %w", err)
-		}
-		tx.releases = append(tx.releases, release)
 		ex := conn.(driver.ExecerContext)
-		if _, err := ex.ExecContext(ctx, insert, nil); err != nil {
-			return fmt.Errorf("insert rows into %s: %w", t.name, err)
+		// RegisterView creates its view in the connection's default database.
+		if _, err := ex.ExecContext(w.db.ctx, "USE "+QuoteIdent(scratchCatalog), nil); err != nil {
+			return fmt.Errorf("stage rows: %w", err)
 		}
-		if _, err := ex.ExecContext(ctx, "DROP VIEW "+QuoteIdent(view), nil); err != nil {
-			return fmt.Errorf("drop ingest view: %w", err)
+		ar, err := duckdb.NewArrowFromConn(conn)
+		if err == nil {
+			var rdr array.RecordReader
+			if rdr, err = array.NewRecordReader(viewSchema, recs); err == nil {
+				var release func()
+				if release, err = ar.RegisterView(rdr, view); err == nil {
+					tx.staged = append(tx.staged, stagedRows{t: t, view: view})
+					tx.releases = append(tx.releases, release)
+				}
+			}
+		}
+		if _, uerr := ex.ExecContext(w.db.ctx, "USE "+QuoteIdent(w.database), nil); uerr != nil {
+			return errors.Join(err, fmt.Errorf("stage rows: %w", uerr))
+		}
+		if err != nil {
+			return fmt.Errorf("stage rows of %s: %w", t.name, err)
 		}
 		return nil
 	})
+}
+
+// insertRows copies every staged view into its table's physical table, inside the open
+// transaction.
+func (w *writer) insertRows(ctx context.Context, tx *writeTx) error {
+	for _, st := range tx.staged {
+		cols := []string{QuoteIdent(SeqColumn)}
+		for _, c := range st.t.schema.Columns {
+			cols = append(cols, QuoteIdent(physicalColumn(c.ID)))
+		}
+		insert := "INSERT INTO ducktail_data." + QuoteIdent(st.t.physical) + " (" + strings.Join(cols, ", ") +
+			") SELECT * FROM " + QuoteIdent(scratchCatalog) + ".main." + QuoteIdent(st.view)
+		if _, err := tx.conn.ExecContext(ctx, insert); err != nil {
+			return fmt.Errorf("insert rows into %s: %w", st.t.name, err)
+		}
+	}
+	return nil
 }
 
 // withSeq returns rec with a leading int64 column holding seq in every row, fields named
@@ -503,11 +565,21 @@ func (w *writer) begin(ctx context.Context) error {
 	return nil
 }
 
-func (w *writer) commit(ctx context.Context, tx *writeTx) error {
+// commit commits tx and, when that succeeded, runs apply under DB.mu to update the
+// in-memory catalog; both under DB.commitMu, so that a read transaction fixing its
+// snapshot sees either neither or both.
+func (w *writer) commit(ctx context.Context, tx *writeTx, apply func()) error {
+	w.db.commitMu.Lock()
+	defer w.db.commitMu.Unlock()
 	_, err := w.conn.ExecContext(ctx, "COMMIT")
-	tx.release()
+	w.release(tx)
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	if apply != nil {
+		w.db.mu.Lock()
+		apply()
+		w.db.mu.Unlock()
 	}
 	return nil
 }
@@ -516,10 +588,20 @@ func (w *writer) rollback(tx *writeTx) {
 	if _, err := w.conn.ExecContext(context.WithoutCancel(w.db.ctx), "ROLLBACK"); err != nil {
 		w.db.Logger.Error("rollback failed", "err", err)
 	}
-	tx.release()
+	w.release(tx)
 }
 
-func (tx *writeTx) release() {
+// release drops tx's staged views, then runs the releases of their Arrow streams, after
+// COMMIT or ROLLBACK.
+func (w *writer) release(tx *writeTx) {
+	for _, st := range tx.staged {
+		// A view left behind is harmless (nothing queries it again) and goes with the
+		// in-memory database at Close, but it is logged.
+		if _, err := tx.conn.ExecContext(context.WithoutCancel(w.db.ctx), "DROP VIEW IF EXISTS "+QuoteIdent(scratchCatalog)+".main."+QuoteIdent(st.view)); err != nil {
+			w.db.Logger.Warn("could not drop a staged ingest view", "view", st.view, "err", err)
+		}
+	}
+	tx.staged = nil
 	for _, r := range tx.releases {
 		r()
 	}
@@ -539,7 +621,7 @@ func (w *writer) runDDL(ctx context.Context, o *op) {
 	tx := &writeTx{conn: w.conn}
 	apply, events, value, err := o.ddl(ctx, tx)
 	if err == nil {
-		err = w.commit(ctx, tx)
+		err = w.commit(ctx, tx, apply)
 	} else {
 		w.rollback(tx)
 	}
@@ -547,11 +629,7 @@ func (w *writer) runDDL(ctx context.Context, o *op) {
 		o.done <- opResult{err: err}
 		return
 	}
-	if apply != nil {
-		w.db.mu.Lock()
-		apply()
-		w.db.mu.Unlock()
-	}
+	w.noteCommitted(1)
 	for _, e := range events {
 		w.db.Publisher.Publish(e)
 	}
@@ -565,30 +643,6 @@ func (db *DB) change(ctx context.Context, fn ddlFunc) (any, error) {
 	}
 	res, err := db.writer.submit(ctx, &op{ctx: ctx, ddl: fn, done: make(chan opResult, 1)})
 	return res.value, err
-}
-
-// noteCommitted counts committed bytes towards the next checkpoint.
-func (w *writer) noteCommitted(n int64) { w.bytesSinceCheckpoint += n }
-
-// maybeCheckpoint runs CHECKPOINT, folding the WAL into the database file, once
-// CheckpointBytes were committed since the last one and no write is queued: in the writer,
-// between transactions, because DuckDB refuses a checkpoint while a write transaction is
-// open, and at a moment when no request waits for it. DuckDB's own automatic checkpoint,
-// which would stall whichever commit crosses its threshold, is set far above
-// CheckpointBytes (DESIGN.md, "Measured facts"). A failed checkpoint is retried a second
-// later.
-func (w *writer) maybeCheckpoint(ctx context.Context) {
-	if w.bytesSinceCheckpoint < w.db.CheckpointBytes || len(w.ops) > 0 || time.Now().Before(w.nextCheckpoint) {
-		return
-	}
-	start := time.Now()
-	if _, err := w.conn.ExecContext(ctx, "CHECKPOINT"); err != nil {
-		w.db.Logger.Warn("checkpoint failed; retrying later", "err", err)
-		w.nextCheckpoint = time.Now().Add(time.Second)
-		return
-	}
-	w.bytesSinceCheckpoint = 0
-	w.db.Logger.Debug("checkpoint", "duration", time.Since(start))
 }
 
 func randomHex(n int) string {

@@ -63,6 +63,10 @@ type Frame struct {
 	// Commit is the commit a batch frame carries (zero for other frames), for the
 	// commit-to-write latency metric.
 	Commit CommitMeta
+
+	// pin is the replay cache entry a replayed batch frame is held by, released once the
+	// frame was written (Session.Next).
+	pin *replayEntry
 }
 
 // ErrUnframeable is returned by Framing.Encode for an event it refuses to write: an

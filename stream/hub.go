@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ducktail/ducktail/store"
@@ -21,6 +22,7 @@ const (
 	DefaultMaxBufferedBytes   = 64 << 20
 	DefaultMaxReplayCommits   = 100_000
 	DefaultMaxReplayRows      = 50_000_000
+	DefaultMaxReplayBytes     = 256 << 20
 	DefaultMaxStreams         = 20_000
 	DefaultMaxStreamsPerToken = 200
 	DefaultRetry              = 2 * time.Second
@@ -63,6 +65,11 @@ type Hub struct {
 	// refresh-required, reason "replay_limit".
 	MaxReplayCommits int64
 	MaxReplayRows    int64
+	// MaxReplayBytes bounds the replayed batch frames all resumed streams hold together,
+	// in bytes (the shared replay cache, replaycache.go); a stream whose next replayed
+	// commit does not fit ends with reconnect, reason "replay_capacity". Each stream holds
+	// at most one replay chunk (about 1 MiB of commits, or one larger commit).
+	MaxReplayBytes int64
 	// MaxStreams bounds open streams (admission); MaxStreamsPerToken bounds them per token.
 	MaxStreams         int
 	MaxStreamsPerToken int
@@ -84,6 +91,11 @@ type Hub struct {
 	dispatchWake chan struct{}
 
 	cursors *store.Cursors
+	replays *replayCache
+	// replaying counts the sessions whose replay is in progress; replayRead counts the
+	// commits replay read from the table.
+	replaying  atomic.Int64
+	replayRead atomic.Int64
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -103,6 +115,7 @@ func NewHub(db *store.DB) *Hub {
 		MaxBufferedBytes:   DefaultMaxBufferedBytes,
 		MaxReplayCommits:   DefaultMaxReplayCommits,
 		MaxReplayRows:      DefaultMaxReplayRows,
+		MaxReplayBytes:     DefaultMaxReplayBytes,
 		MaxStreams:         DefaultMaxStreams,
 		MaxStreamsPerToken: DefaultMaxStreamsPerToken,
 		Retry:              DefaultRetry,
@@ -116,6 +129,10 @@ func (h *Hub) Open() error {
 		return errors.New("stream: Hub.Open: DB is nil or not open")
 	}
 	h.cursors = h.DB.Cursors()
+	if h.MaxReplayBytes <= 0 {
+		h.MaxReplayBytes = DefaultMaxReplayBytes
+	}
+	h.replays = newReplayCache(h.MaxReplayBytes)
 	if h.Logger == nil {
 		h.Logger = slog.Default().With("component", "stream")
 	}
@@ -299,6 +316,26 @@ func (h *Hub) remove(s *Session) {
 			close(h.drained)
 		}
 	}
+}
+
+// ReplayStats is a point-in-time view of resumed streams' replay, for metrics.
+type ReplayStats struct {
+	// Active is how many streams are replaying.
+	Active int64
+	// Bytes is how many bytes of replayed batch frames the replay cache holds, shared by
+	// every stream that replays them; at most MaxReplayBytes.
+	Bytes int64
+	// Read counts the commits replay read from the table since Open: each is read once
+	// for every stream that replays it at about the same time.
+	Read int64
+}
+
+// ReplayStats returns the current ReplayStats; zero before Open.
+func (h *Hub) ReplayStats() ReplayStats {
+	if h.replays == nil {
+		return ReplayStats{}
+	}
+	return ReplayStats{Active: h.replaying.Load(), Bytes: h.replays.bytes(), Read: h.replayRead.Load()}
 }
 
 // Streams returns the number of open sessions.

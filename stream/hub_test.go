@@ -411,3 +411,34 @@ func TestHubOpenNeedsOpenStore(t *testing.T) {
 		t.Fatal("Open with an unopened DB succeeded")
 	}
 }
+
+// TestReplayPastItsMemoryBudgetEndsWithReconnect: a resumed stream whose next replayed
+// frame does not fit MaxReplayBytes, with the frames other streams hold pinned, ends with
+// reconnect (reason replay_capacity) instead of growing; once they are released, the
+// same cursor replays.
+func TestReplayPastItsMemoryBudgetEndsWithReconnect(t *testing.T) {
+	// Two replayed frames of 20 rows (about 1.1 KB each) fit; a third does not.
+	f := newFixture(t, func(h *stream.Hub) { h.MaxReplayBytes = 3000 })
+	first := f.ingest(t, 0, 20)
+	f.ingest(t, 20, 20)
+	f.ingest(t, 40, 20)
+	cursor := f.db.Cursors().Encode(first.Position)
+	holder := f.subscribe(t, stream.FramingSSE, stream.EncodingArrow, cursor)
+	next(t, holder) // schema
+	// The holder's first replayed frame is pinned while it is being written.
+	if e := parseFrame(t, next(t, holder).Bytes); e.event != "batch" {
+		t.Fatalf("holder: %s, want its first replayed batch", e.event)
+	}
+	other := f.subscribe(t, stream.FramingNDJSON, stream.EncodingArrow, cursor)
+	next(t, other) // schema
+	end := next(t, other)
+	if end.Event != stream.EventReconnect || end.Reason != "replay_capacity" {
+		t.Fatalf("over budget: %s %s, want reconnect replay_capacity", end.Event, end.Reason)
+	}
+	holder.Close()
+	again := f.subscribe(t, stream.FramingNDJSON, stream.EncodingArrow, cursor)
+	next(t, again) // schema
+	if got := next(t, again); got.Event != stream.EventBatch {
+		t.Fatalf("after the holder left: %s %s, want a replayed batch", got.Event, got.Reason)
+	}
+}

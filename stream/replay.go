@@ -18,8 +18,9 @@ const (
 	replayChunkCommits      = 256
 	replayChunkRows         = 256 << 10
 	// replayChunkBytes bounds a chunk by the commits' request sizes, a measure of their
-	// decoded size, so that wide rows do not make a chunk of hundreds of megabytes.
-	replayChunkBytes = 16 << 20
+	// encoded size: the replayed frames one stream holds at once (a chunk has at least one
+	// commit, so one larger commit is a chunk of its own).
+	replayChunkBytes = 1 << 20
 )
 
 // replay is the remaining replay of a resumed session: commits after the session's
@@ -110,16 +111,20 @@ func (s *Session) startReplay(ctx context.Context) error {
 	}
 	if r.through > pos.Seq {
 		s.replay = &r
+		s.hub.replaying.Add(1)
 	}
 	return nil
 }
 
-// replayNext reads the next chunk of the replay from the table and queues its frames;
-// once the replay reached its head the session continues from the live queue, where
-// commits already replayed are dropped by seq.
+// replayNext queues the frames of the next chunk of the replay; once the replay reached
+// its head the session continues from the live queue, where commits already replayed are
+// dropped by seq. The frames come from the hub's replay cache, shared with every session
+// replaying the same commits: this session reads from the table, in one read transaction,
+// only the commits no other session has read or is reading, and waits for the others.
 func (s *Session) replayNext(ctx context.Context) error {
 	r := s.replay
 	var reason string
+	var entries []*replayEntry
 	err := s.hub.DB.Read(ctx, func(tx *store.ReadTx) error {
 		a, err := tx.Activation(ctx, r.activation.TableID, r.activation.ID)
 		if err != nil {
@@ -142,10 +147,75 @@ func (s *Session) replayNext(ctx context.Context) error {
 				break
 			}
 		}
-		return tx.ReadCommits(ctx, a, r.schemas, commits, func(c store.CommitInfo, schema *store.Schema, recs []arrow.RecordBatch) error {
-			if schema.Version != s.schemaVersion && !s.appendSchema(schema) {
-				return errors.New("schema frame failed")
+		keys := make([]replayKey, len(commits))
+		for i, c := range commits {
+			keys[i] = replayKey{activation: a.ID, seq: c.Seq, framing: s.framing, encoding: s.encoding}
+		}
+		var owned []bool
+		entries, owned = s.hub.replays.acquire(keys)
+		return s.fillReplay(ctx, tx, a, commits, entries, owned)
+	})
+	if err != nil || reason != "" {
+		s.releaseAll(entries)
+	}
+	if errors.Is(err, errReplayCapacity) {
+		s.out = append(s.out, terminalFrame(s.framing, EventReconnect, "replay_capacity", s.hub.RetryMS(), ""))
+		return nil
+	}
+	if ended, err := s.endRead(ctx, err, reason); ended {
+		return err
+	}
+	for i, e := range entries {
+		if err := s.hub.replays.wait(ctx, e); err != nil {
+			// Given up by the session that read it (its client left): the next call
+			// reads it again. The frames queued so far stay queued.
+			s.releaseAll(entries[i:])
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
+			return nil
+		}
+		if e.version != s.schemaVersion && !s.appendSchema(r.schemas[e.version]) {
+			s.releaseAll(entries[i:])
+			return nil
+		}
+		f := e.frame
+		f.pin = e
+		s.out = append(s.out, f)
+		s.pos = f.Commit.Position
+		s.lastData = time.Now()
+	}
+	if s.pos.Seq >= r.through {
+		s.endReplay()
+	}
+	return nil
+}
+
+// fillReplay reads the commits this session reserved (owned) from the table, in runs of
+// consecutive commits, and fills their cache entries with their batch frames. On error
+// every reservation not filled yet is given up, so that no other session waits for it.
+func (s *Session) fillReplay(ctx context.Context, tx *store.ReadTx, a store.Activation, commits []store.CommitInfo, entries []*replayEntry, owned []bool) (err error) {
+	next := 0 // index of the next owned entry to fill
+	defer func() {
+		if err != nil {
+			for i := next; i < len(entries); i++ {
+				if owned[i] {
+					s.hub.replays.giveUp(entries[i], err)
+				}
+			}
+		}
+	}()
+	for start := 0; start < len(commits); {
+		if !owned[start] {
+			start++
+			continue
+		}
+		end := start
+		for end < len(commits) && owned[end] {
+			end++
+		}
+		next = start
+		err := tx.ReadCommits(ctx, a, s.replay.schemas, commits[start:end], func(c store.CommitInfo, schema *store.Schema, recs []arrow.RecordBatch) error {
 			p, err := batchPayload(s.encoding, schema.Arrow(), recs)
 			if err != nil {
 				return err
@@ -156,19 +226,27 @@ func (s *Session) replayNext(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			s.out = append(s.out, f)
-			s.pos = pos
-			s.lastData = time.Now()
+			s.hub.replayRead.Add(1)
+			if err := s.hub.replays.fill(entries[next], f, schema.Version); err != nil {
+				next++ // fill gave the reservation up itself
+				return err
+			}
+			next++
 			return nil
 		})
-	})
-	if ended, err := s.endRead(ctx, err, reason); ended {
-		return err
-	}
-	if s.pos.Seq >= r.through {
-		s.replay = nil
+		if err != nil {
+			return err
+		}
+		start = end
 	}
 	return nil
+}
+
+// releaseAll releases the pins of entries.
+func (s *Session) releaseAll(entries []*replayEntry) {
+	for _, e := range entries {
+		s.hub.replays.release(e)
+	}
 }
 
 // endRead settles a replay read: the context's error when the client left, a failure

@@ -39,6 +39,7 @@ type Session struct {
 	pos           store.Position // the last position delivered (baseline, replayed or live)
 	schemaVersion int
 	replay        *replay
+	written       *replayEntry // the pin of the frame Next returned last
 	lastData      time.Time
 	timer         *time.Timer
 }
@@ -57,7 +58,39 @@ func newSession(h *Hub, req SubscribeRequest, info store.TableInfo) *Session {
 
 // Close unregisters the session from the hub. It is safe to call more than once.
 func (s *Session) Close() {
-	s.closeOnce.Do(func() { s.hub.remove(s) })
+	s.closeOnce.Do(func() {
+		s.hub.remove(s)
+		s.dropOut()
+		s.releaseWritten()
+		s.endReplay()
+	})
+}
+
+// releaseWritten releases the replay cache pin of the frame Next returned last: the caller
+// asks for the next frame, or closes the session, only once it wrote that one.
+func (s *Session) releaseWritten() {
+	if s.written != nil {
+		s.hub.replays.release(s.written)
+		s.written = nil
+	}
+}
+
+// dropOut discards the frames not yet returned, releasing their pins.
+func (s *Session) dropOut() {
+	for _, f := range s.out {
+		if f.pin != nil {
+			s.hub.replays.release(f.pin)
+		}
+	}
+	s.out = nil
+}
+
+// endReplay ends the session's replay, if one is in progress.
+func (s *Session) endReplay() {
+	if s.replay != nil {
+		s.replay = nil
+		s.hub.replaying.Add(-1)
+	}
 }
 
 // Table returns the name of the table the session streams.
@@ -110,13 +143,17 @@ func (s *Session) signal() {
 // one terminal event, after which it returns io.EOF. It blocks until a frame is ready or
 // ctx ends (then ctx's error).
 func (s *Session) Next(ctx context.Context) (Frame, error) {
+	s.releaseWritten()
 	for {
 		if len(s.out) > 0 {
 			f := s.out[0]
 			s.out = s.out[1:]
 			if f.Terminal {
-				s.done, s.out = true, nil
+				s.done = true
+				s.dropOut()
+				s.endReplay()
 			}
+			s.written = f.pin
 			return f, nil
 		}
 		if s.done {

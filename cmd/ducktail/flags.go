@@ -22,7 +22,8 @@ func addStoreFlags(f *pflag.FlagSet, db *store.DB) {
 	f.StringVar(&db.MemoryLimit, "memory-limit", "", "DuckDB memory_limit, e.g. 4GB (default: DuckDB's, 80% of RAM)")
 	f.IntVar(&db.Threads, "threads", 0, "DuckDB threads (default: one per core)")
 	f.IntVar(&db.ReadConns, "read-conns", db.ReadConns, "concurrent read transactions (snapshots, queries, replays)")
-	f.Int64Var(&db.CheckpointBytes, "checkpoint-bytes", db.CheckpointBytes, "committed bytes between explicit checkpoints")
+	f.Int64Var(&db.CheckpointBytes, "checkpoint-bytes", db.CheckpointBytes, "size of DuckDB's WAL file that makes the writer checkpoint (the WAL stays under twice it)")
+	f.Int64Var(&db.CheckpointCommits, "checkpoint-commits", db.CheckpointCommits, "commits since the last checkpoint that make the writer checkpoint (bounds the WAL replay after a crash)")
 }
 
 func addStreamFlags(f *pflag.FlagSet, h *stream.Hub) {
@@ -33,6 +34,7 @@ func addStreamFlags(f *pflag.FlagSet, h *stream.Hub) {
 	f.Int64Var(&h.MaxBufferedBytes, "max-buffered-bytes", h.MaxBufferedBytes, "bytes queued for one subscriber before it is evicted")
 	f.Int64Var(&h.MaxReplayCommits, "max-replay-commits", h.MaxReplayCommits, "commits one resume may replay (past it: refresh-required, replay_limit)")
 	f.Int64Var(&h.MaxReplayRows, "max-replay-rows", h.MaxReplayRows, "rows one resume may replay")
+	f.Int64Var(&h.MaxReplayBytes, "max-replay-bytes", h.MaxReplayBytes, "bytes of replayed frames all resumed streams hold together (shared by streams replaying the same commits); past it a stream ends with reconnect replay_capacity")
 	f.IntVar(&h.MaxStreams, "max-streams", h.MaxStreams, "open streams admitted (past it: 503 with Retry-After)")
 	f.IntVar(&h.MaxStreamsPerToken, "max-streams-per-token", h.MaxStreamsPerToken, "open streams per token (past it: 429)")
 	f.DurationVar(&h.Retry, "retry", h.Retry, "base reconnect delay sent to clients, plus up to as much jitter")
