@@ -19,7 +19,7 @@ type tokenKey struct{}
 // authenticate is middleware that resolves the Authorization: Bearer token (RFC 6750) of
 // every /v1 request, applies the token's rate limit, and puts the token in the context.
 // Missing or unknown, expired or revoked tokens get 401 with WWW-Authenticate; malformed
-// tokens 400 (DESIGN.md, "The stream": status codes).
+// tokens 400 (docs/design.md, "The stream": status codes).
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		secret, ok := bearer(r)

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Log attribute keys (STYLE.md: attribute keys are constants).
+// Log attribute keys (docs/design.md, "Code conventions": attribute keys are constants).
 const (
 	logKeyRequestID = "request_id"
 	logKeyMethod    = "method"

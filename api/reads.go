@@ -11,7 +11,7 @@ import (
 )
 
 // CursorHeader carries the cursor of a table snapshot: subscribing with it continues
-// exactly after the snapshot (DESIGN.md, "The atomic hand-off").
+// exactly after the snapshot (docs/design.md, "The atomic hand-off").
 const CursorHeader = "Ducktail-Cursor"
 
 // CursorsHeader carries the cursor of every table a query read, as a comma-separated list

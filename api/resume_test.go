@@ -85,7 +85,7 @@ func TestResumeWithLastEventIDReplaysThenGoesLive(t *testing.T) {
 
 // TestSnapshotCursorHandOffIsExact takes snapshots while commits land and subscribes
 // from each snapshot's cursor: the snapshot's rows followed by the streamed rows must be
-// exactly the final table, nothing missing and nothing twice (DESIGN.md, "The atomic
+// exactly the final table, nothing missing and nothing twice (docs/design.md, "The atomic
 // hand-off").
 func TestSnapshotCursorHandOffIsExact(t *testing.T) {
 	e := newEnv(t, options{})

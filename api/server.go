@@ -2,7 +2,7 @@
 // authentication by token purpose and table scope, CORS, rate and size limits, errors as
 // RFC 9457 problem+json, TLS with HTTP/2, health, Prometheus metrics, and the stream
 // handlers that negotiate a framing and write the frames a stream.Session produces
-// (DESIGN.md, "Packages and who owns what").
+// (docs/design.md, "Packages and who owns what").
 package api
 
 import (

@@ -52,7 +52,7 @@ func (s *Server) streamByPathToken(w http.ResponseWriter, r *http.Request) {
 // serveStream checks everything that can fail before the stream starts (origin, purpose
 // and scope, Last-Event-ID framing, encoding, table, admission), answering those with a
 // 4xx or 503, then sends 200 and writes the session's frames until a terminal event, the
-// client leaving, or a write missing its deadline (DESIGN.md, "The stream"). After 200
+// client leaving, or a write missing its deadline (docs/design.md, "The stream"). After 200
 // the status never changes.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.Token, table string) {
 	if !s.originAllowed(r) {

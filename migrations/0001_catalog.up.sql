@@ -1,4 +1,4 @@
--- The ducktail catalog (DESIGN.md, "Storage model").
+-- The ducktail catalog (docs/design.md, "Storage model").
 -- Schema ducktail_catalog holds the catalog; schema ducktail_data holds one physical table per
 -- activation; schema main holds one view per user table, the only names user SQL sees.
 CREATE SCHEMA IF NOT EXISTS ducktail_catalog;

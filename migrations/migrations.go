@@ -1,6 +1,6 @@
 // Package migrations holds the ducktail catalog schema as numbered golang-migrate SQL files,
 // embedded in the binary, and the DuckDB database.Driver that applies them (upstream
-// golang-migrate has none). See DESIGN.md, "Storage model".
+// golang-migrate has none). See docs/design.md, "Storage model".
 //
 // This package does not import the DuckDB driver: it opens DuckDB through database/sql by
 // the driver name that github.com/duckdb/duckdb-go/v2 registers, and the store package,

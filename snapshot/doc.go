@@ -2,13 +2,13 @@
 // GET /v1/tables/{t}/snapshot) or one sandboxed SQL SELECT (Reader.Query, for
 // POST /v1/query), each inside one read-only DuckDB transaction that also yields the
 // cursor position of every table it read, so that a subscriber starting from that cursor
-// continues exactly after the rows it got (DESIGN.md, "The atomic hand-off"). It reads
-// through package store only and knows no HTTP (STYLE.md, "Packages and what they own").
+// continues exactly after the rows it got (docs/design.md, "The atomic hand-off"). It reads
+// through package store only and knows no HTTP (docs/design.md, "Packages and who owns what").
 //
 // # Output formats
 //
 // Results come from DuckDB's Arrow record reader, never from COPY … TO (file access is
-// disabled, DESIGN.md "Limits and safety"), in one of five formats (Format, Negotiate):
+// disabled, docs/design.md, "Limits and safety"), in one of five formats (Format, Negotiate):
 //
 //	arrow    application/vnd.apache.arrow.stream   Arrow IPC stream: the schema message
 //	                                               (always, even for 0 rows), one record

@@ -23,7 +23,7 @@ const (
 
 // Media types of the formats: IANA registrations for Arrow IPC streams and Parquet,
 // RFC 8259 for JSON, RFC 4180 (with its header parameter) for CSV, and the de-facto
-// NDJSON type DESIGN.md uses for streams.
+// NDJSON media type the stream uses (docs/design.md, "The stream").
 const (
 	ContentTypeArrow   = "application/vnd.apache.arrow.stream"
 	ContentTypeJSON    = "application/json"

@@ -28,7 +28,7 @@ const (
 	DefaultMaxResultBytes = 64 << 20
 )
 
-// Log attribute keys (STYLE.md, "slog only").
+// Log attribute keys (docs/design.md, "Code conventions").
 const (
 	logKeyTable    = "table"
 	logKeyTables   = "tables"
@@ -87,7 +87,7 @@ type Result struct {
 	ContentType string
 	// Cursors holds, for each user table the query read (by its canonical name), the
 	// table's head position in the query's own read transaction: subscribing from it
-	// continues exactly after the rows the query saw (DESIGN.md, "The atomic hand-off").
+	// continues exactly after the rows the query saw (docs/design.md, "The atomic hand-off").
 	// It is empty, not nil, for a query that reads no table.
 	Cursors map[string]store.Position
 }
@@ -140,7 +140,7 @@ func (r *Reader) Table(ctx context.Context, table string, f Format, w io.Writer,
 // Query runs one SELECT, with params bound to its positional parameters (? or $1, $2, …;
 // the JSON values of a request: string, float64, json.Number, bool or nil), inside one
 // read-only transaction, and returns its result encoded in format f with the head
-// position of every user table it read, taken in that same transaction (DESIGN.md, "The
+// position of every user table it read, taken in that same transaction (docs/design.md, "The
 // atomic hand-off"). The SQL is vetted by DuckDB's parser before anything runs (package
 // comment, "The sandbox"); allowTable reports whether the caller's token may read a
 // table, given its canonical name (or the name as written when no such table exists, so
@@ -166,7 +166,7 @@ func (r *Reader) Query(ctx context.Context, sqlText string, params []any, f Form
 	l := r.logger()
 	if err != nil {
 		// Refusals are worth noticing; internal errors are logged by the caller, which
-		// turns them into a generic message (STYLE.md, "One coded application error").
+		// turns them into a generic message (docs/design.md, "Errors").
 		level := slog.LevelInfo
 		if store.ErrorCode(err) == store.CodeInternal {
 			level = slog.LevelDebug

@@ -14,7 +14,7 @@ const (
 
 // AddColumn adds a column at the end of a table's schema. Existing rows hold NULL in it;
 // commits before the change keep their own schema version, so replay never shows the new
-// column in old batches (DESIGN.md, "The stream": schema event before the first batch
+// column in old batches (docs/design.md, "The stream": schema event before the first batch
 // after a change). Errors: CodeNotFound, CodeInvalid (bad name or type), CodeConflict
 // (name taken), ErrClosed.
 func (db *DB) AddColumn(ctx context.Context, tableName string, spec ColumnSpec) (TableInfo, error) {

@@ -8,7 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
-// Batch is one ingest request, to be committed as one commit (DESIGN.md, "Ingest": one
+// Batch is one ingest request, to be committed as one commit (docs/design.md, "Ingest": one
 // request = one commit = one batch event).
 type Batch struct {
 	// Table names the target table.

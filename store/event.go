@@ -11,7 +11,7 @@ import (
 // order: for one table, CommitEvents arrive in seq order, and a SchemaEvent or
 // ActivationEnded arrives between the commits before and after it. Publish is called
 // from the store's single writer goroutine, so it must not block; stream.Hub satisfies it
-// (DESIGN.md, "The one sentence"; STYLE.md: publish after commit, never inside it).
+// (docs/design.md, "The one sentence"; published after commit, never inside it).
 type Publisher interface {
 	Publish(Event)
 }

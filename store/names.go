@@ -9,7 +9,7 @@ import (
 
 // ReservedPrefix starts every name ducktail keeps for itself (the system seq column, the
 // ingest views); user table and column names may not start with it, in any letter case.
-// DESIGN.md, "Storage model".
+// docs/design.md, "Storage model".
 const ReservedPrefix = "__ducktail"
 
 // MaxNameLen is the longest table or column name accepted, in bytes.

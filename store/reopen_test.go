@@ -53,7 +53,7 @@ func TestReopenKeepsCatalogAndCursorKey(t *testing.T) {
 
 // TestAcknowledgedCommitsSurviveKill9 runs a child process that appends commits and prints
 // each acknowledged seq, kills it with SIGKILL mid-stream, reopens the file and checks that
-// every acknowledged commit is there (DESIGN.md: nothing acknowledged may be lost).
+// every acknowledged commit is there (docs/design.md, "Storage model": nothing acknowledged may be lost).
 // TestOpenNeedsPath: a DB without a Path fails Open instead of opening something else.
 func TestOpenNeedsPath(t *testing.T) {
 	db := store.NewDB("")

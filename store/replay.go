@@ -106,7 +106,7 @@ func (tx *ReadTx) Schemas(ctx context.Context, a Activation) (map[int]*Schema, e
 // returned by Commits) from the table itself and calls fn once per commit, in seq order,
 // with the commit's schema version and its rows as one or more record batches shaped by
 // that version's Schema.Arrow() (an empty slice for a commit without rows). Columns added
-// later are not invented and renamed columns keep the name they had (DESIGN.md, "The
+// later are not invented and renamed columns keep the name they had (docs/design.md, "The
 // stream"). The batches are valid only during fn. Errors: DuckDB's, fn's.
 func (tx *ReadTx) ReadCommits(ctx context.Context, a Activation, schemas map[int]*Schema, commits []CommitInfo, fn func(CommitInfo, *Schema, []arrow.RecordBatch) error) error {
 	if len(commits) == 0 {

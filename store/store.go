@@ -2,9 +2,9 @@
 // versions, the commit log, tokens at rest, the cursor key), the user tables, and the one
 // writer that commits to them. It is the only package that imports the DuckDB driver, and
 // it owns the vocabulary the packages above share: Commit, Position, Schema, Event and the
-// coded Error (DESIGN.md, "Packages and who owns what"; STYLE.md, "Shared vocabulary").
+// coded Error (docs/design.md, "Packages and who owns what").
 //
-// Layout inside the DuckDB file (DESIGN.md, "Storage model"):
+// Layout inside the DuckDB file (docs/design.md, "Storage model"):
 //
 //	ducktail_catalog.*     the catalog, created by package migrations
 //	ducktail_data.a_<hex>  one physical table per activation: "__ducktail_seq" BIGINT,
@@ -53,7 +53,7 @@ const (
 )
 
 // SeqColumn is the system column of every physical table holding the commit sequence of
-// its row. Users never see it (DESIGN.md, "Storage model").
+// its row. Users never see it (docs/design.md, "Storage model").
 const SeqColumn = ReservedPrefix + "_seq"
 
 // DB is the ducktail store. Set the exported fields, then call Open; Close undoes Open.
@@ -226,7 +226,7 @@ func (db *DB) Close() error {
 
 // dsn builds the DuckDB DSN. enable_external_access=false must be set when the database
 // is created: it applies to the whole database and cannot be set per connection
-// (DESIGN.md, "Measured facts"). DuckDB's own checkpoint threshold is pushed far above
+// (docs/design.md, "Measured facts about DuckDB"). DuckDB's own checkpoint threshold is pushed far above
 // CheckpointBytes so that checkpoints happen off the commit path.
 func (db *DB) dsn() string {
 	q := url.Values{}

@@ -14,7 +14,7 @@ import (
 // Position is a place in a table's commit history: after commit Seq of activation
 // Activation of table TableID. Seq starts at 1 in each activation and grows by one per
 // commit; Seq 0 means "before the first commit" and is never a commit's own position
-// (DESIGN.md, "Storage model"). The stream package encodes a Position as a cursor.
+// (docs/design.md, "Storage model"). The stream package encodes a Position as a cursor.
 type Position struct {
 	TableID    int64
 	Activation uuid.UUID

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// Purpose is what a token may be used for (DESIGN.md, "Limits and safety"). An admin
+// Purpose is what a token may be used for (docs/design.md, "Limits and safety"). An admin
 // token may do everything; the others only their own purpose.
 type Purpose string
 

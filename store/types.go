@@ -222,7 +222,7 @@ type Column struct {
 }
 
 // Schema is one schema version of an activation: the user columns, in order, that
-// commits from FromSeq on were written under (DESIGN.md, "Storage model").
+// commits from FromSeq on were written under (docs/design.md, "Storage model").
 type Schema struct {
 	Version int      `json:"version"`
 	FromSeq int64    `json:"from_seq"`

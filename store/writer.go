@@ -20,7 +20,7 @@ import (
 )
 
 // writer is the store's single writing goroutine. Every change to the database goes
-// through it, which serializes writers per table (DESIGN.md, "Storage model") and lets
+// through it, which serializes writers per table (docs/design.md, "Storage model") and lets
 // queued appends share one transaction and one fsync (group commit).
 type writer struct {
 	db   *DB

@@ -27,7 +27,7 @@ type item struct {
 
 // sharedCommit is one published commit, shared by every subscriber of its table. Its
 // frames are encoded lazily, by the first subscriber that needs each framing × encoding,
-// and then reused byte for byte by all the others (DESIGN.md: each commit is encoded once).
+// and then reused byte for byte by all the others (docs/design.md, "The stream": each commit is encoded once).
 type sharedCommit struct {
 	event store.CommitEvent
 	codec *store.Cursors

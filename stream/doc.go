@@ -1,6 +1,6 @@
 // Package stream is ducktail's in-memory stream hub: subscriptions with bounded queues,
 // replay from the table, framing as Server-Sent Events, NDJSON or JSON
-// text sequences, heartbeats, terminal events and the drain on shutdown (DESIGN.md, "The
-// stream" and "The cursor"; seeds 000, 001, 002 and 004). It imports no net/http: the api
+// text sequences, heartbeats, terminal events and the drain on shutdown (docs/design.md, "The
+// stream" and "The cursor"). It imports no net/http: the api
 // package negotiates, then writes the frames a Session hands it.
 package stream

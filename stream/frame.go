@@ -15,7 +15,7 @@ import (
 // Framing is how events are delimited on the wire, chosen by the Accept header.
 type Framing int
 
-// Framings (DESIGN.md, "The stream"; seed 004, "Framing").
+// Framings (docs/design.md, "The stream"; docs/design.md, "Framing").
 const (
 	// FramingSSE: text/event-stream (WHATWG HTML, "Server-sent events"): event, id and
 	// data fields, one line each, a blank line after each event.
@@ -37,7 +37,7 @@ func (f Framing) ContentType() string {
 	return "text/event-stream"
 }
 
-// Event names, the fixed set of DESIGN.md's event table. No other name is ever written,
+// Event names, the fixed set of the event table of docs/design.md, "The stream". No other name is ever written,
 // so no name can put CR, LF or NUL into an SSE field.
 const (
 	EventSchema          = "schema"
@@ -89,7 +89,7 @@ var eventNames = map[string]bool{
 // LF, NUL or invalid UTF-8, data that is not valid UTF-8 (all three media types are
 // UTF-8 text), and, where data is written raw (SSE, or JSON data), data holding CR, LF
 // or NUL: a record never contains a raw newline, because for NDJSON the line is the only
-// record boundary there is, and an SSE field ends at CR or LF (seed 004, "Framing").
+// record boundary there is, and an SSE field ends at CR or LF (docs/design.md, "Framing").
 func (f Framing) Encode(dst []byte, event, id string, data []byte, dataIsJSON bool) ([]byte, error) {
 	if !eventNames[event] {
 		return dst, fmt.Errorf("%w: unknown event %q", ErrUnframeable, event)

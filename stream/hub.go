@@ -12,7 +12,7 @@ import (
 	"github.com/ducktail/ducktail/store"
 )
 
-// Defaults for Hub fields left zero (DESIGN.md, "The stream"; seed 000: heartbeat every
+// Defaults for Hub fields left zero (docs/design.md, "The stream"; heartbeat every
 // 15 seconds).
 const (
 	DefaultHeartbeatInterval  = 15 * time.Second
@@ -243,7 +243,7 @@ type SubscribeRequest struct {
 }
 
 // Subscribe registers a subscription's live queue on req.Table, before anything is read, so
-// that no commit after the baseline or the replay range can be missed (DESIGN.md, "The
+// that no commit after the baseline or the replay range can be missed (docs/design.md, "The
 // stream"). Errors, all before HTTP 200: a CodeNotFound *store.Error for an unknown table,
 // a CodeUnauthorized one for a token revoked or expired since it was authenticated,
 // ErrDraining, ErrAdmission, ErrTokenStreams.
@@ -347,7 +347,7 @@ func (h *Hub) Streams() int {
 
 // Drain refuses new streams and asks every open stream to reconnect (reconnect, reason
 // "server_draining", with a retry_ms spread over spread so that clients do not all return
-// at once), then waits until every session closed or ctx ends. Seed 004, "Shutdown".
+// at once), then waits until every session closed or ctx ends. docs/design.md, "Shutdown".
 func (h *Hub) Drain(ctx context.Context, spread time.Duration) error {
 	h.mu.Lock()
 	h.draining = true

@@ -14,7 +14,7 @@ import (
 // Encoding is how a schema or batch payload is represented inside an event.
 type Encoding int
 
-// Payload encodings (DESIGN.md, "The stream").
+// Payload encodings (docs/design.md, "The stream").
 const (
 	// EncodingArrow: an Arrow IPC stream (Arrow columnar format, "IPC Streaming
 	// Format"), base64-encoded (RFC 4648 §4) — the schema message, then the record

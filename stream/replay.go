@@ -34,8 +34,8 @@ type replay struct {
 
 // startReplay decodes the cursor, checks that it belongs to this table's current
 // activation and that the range to replay is within bounds, and queues the first schema
-// event. Every unusable cursor ends the stream with refresh-required (DESIGN.md, "The
-// cursor"; seed 002).
+// event. Every unusable cursor ends the stream with refresh-required (docs/design.md, "The
+// cursor").
 func (s *Session) startReplay(ctx context.Context) error {
 	pos, err := s.hub.cursors.Decode(s.cursor)
 	if err != nil {

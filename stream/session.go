@@ -97,7 +97,7 @@ func (s *Session) endReplay() {
 func (s *Session) Table() string { return s.table }
 
 // push queues it, or evicts the session when its queue is past either bound. It never
-// blocks beyond the queue's short lock (DESIGN.md: the publisher never blocks).
+// blocks beyond the queue's short lock (docs/design.md, "The stream": the publisher never blocks).
 func (s *Session) push(it item, maxBatches int, maxBytes int64) {
 	s.mu.Lock()
 	if s.ended != nil {
@@ -338,7 +338,7 @@ func (s *Session) deliver(it item) bool {
 }
 
 // appendSchema adds a schema event for schema, whose id is the last delivered position:
-// a schema change acknowledges no data (seed 000, "schema").
+// a schema change acknowledges no data (docs/design.md, "The stream").
 func (s *Session) appendSchema(schema *store.Schema) bool {
 	f, err := s.schemaFrame(schema)
 	if err != nil {

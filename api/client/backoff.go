@@ -11,9 +11,8 @@ import (
 // backoff is capped exponential backoff with full jitter ("Exponential Backoff And
 // Jitter", AWS Architecture Blog, 2015): attempt n waits a uniformly random time in
 // [0, min(max, base·2ⁿ)], so that clients cut at the same moment spread out instead of
-// returning together (seed 004, "Shutdown"). The attempt count is reset by the consumer
-// only after a connection held for a while or delivered data (seed 003, "Transport
-// Behavior"), so a server that accepts and closes at once cannot pin it at short delays.
+// returning together (docs/design.md, "Shutdown"). The attempt count is reset by the consumer
+// only after a connection held for a while or delivered data (docs/design.md, "Shutdown"), so a server that accepts and closes at once cannot pin it at short delays.
 type backoff struct {
 	base, max time.Duration
 	attempt   int

@@ -2,7 +2,7 @@
 // a table's commits over Server-Sent Events, NDJSON or JSON text sequences, decodes each
 // commit's Arrow IPC payload into record batches, and keeps the stream going across
 // dropped connections, server restarts and evictions without losing or repeating a
-// commit (DESIGN.md, "The stream" and "The atomic hand-off"; seeds 000, 002, 003, 004).
+// commit (docs/design.md, "The stream" and "The atomic hand-off"; "The client contract").
 //
 // Two entry points, both blocking until the context ends or the stream cannot go on:
 //
@@ -18,7 +18,7 @@
 //     from the cursor the snapshot returned, so that the snapshot and the batches after it
 //     are exactly the table, with no de-duplication needed.
 //
-// A connection ends in one of three ways (seed 004, "Three outcomes, not two"): a
+// A connection ends in one of three ways (docs/design.md, "Three outcomes, not two"): a
 // terminal event (refresh-required or failure: the stream stops with
 // *RefreshRequiredError or *FailureError, unless LiveQuery can refresh), a reconnect
 // request (reconnect after the server's retry_ms with the last processed cursor), or an

@@ -15,19 +15,19 @@ import (
 // wrapped with detail, and the stream reconnects; the others end Stream and LiveQuery.
 var (
 	// ErrSilence: no byte arrived for longer than Options.HeartbeatInterval plus
-	// Options.HeartbeatMargin, so the connection is taken for dead and replaced (seed 004,
+	// Options.HeartbeatMargin, so the connection is taken for dead and replaced (docs/design.md,
 	// "Heartbeats and timeouts": a silent connection and a disconnected one are the same
 	// thing at the socket).
 	ErrSilence = errors.New("no bytes from the server for longer than the heartbeat interval plus margin")
 	// ErrAbruptClose: the response ended without a terminal event. Never taken for
-	// completion (seed 004, "Three outcomes, not two"); the stream reconnects.
+	// completion (docs/design.md, "Three outcomes, not two"); the stream reconnects.
 	ErrAbruptClose = errors.New("the stream ended without a terminal event")
 	// ErrEventTooLarge: one event is longer than Options.MaxEventBytes. It ends the
 	// stream, since reconnecting would read the same event again.
 	ErrEventTooLarge = errors.New("event longer than MaxEventBytes")
 	// ErrNoCursor: a snapshot answer carries no cursor for the table (a query that does
 	// not read Options.Table, or a server without the hand-off header). It ends
-	// LiveQuery: without the cursor the hand-off cannot be exact (DESIGN.md, "The atomic
+	// LiveQuery: without the cursor the hand-off cannot be exact (docs/design.md, "The atomic
 	// hand-off").
 	ErrNoCursor = errors.New("the snapshot answer carries no cursor for the table")
 	// ErrNoTable: LiveQuery needs Options.Table to read snapshots.
@@ -48,7 +48,7 @@ type Problem struct {
 }
 
 // StatusError is a refusal before the stream or snapshot started: any status but 200
-// (DESIGN.md, "The stream": 400 malformed token or Last-Event-ID, 401 unknown, expired or
+// (docs/design.md, "The stream": 400 malformed token or Last-Event-ID, 401 unknown, expired or
 // revoked token, 403 purpose, table or origin, 404 table, 429 per-token stream limit, 503
 // admission or draining). Retryable reports whether the consumer retries it.
 type StatusError struct {
@@ -87,7 +87,7 @@ func (e *StatusError) Retryable() bool {
 
 // RefreshRequiredError is the terminal refresh-required event: the cursor cannot be
 // continued (the table was reset or dropped, the cursor is malformed, foreign or past the
-// replay bounds). The same cursor must not be tried again (seed 002); rebuild from a
+// replay bounds). The same cursor must not be tried again (docs/design.md, "Recovery"); rebuild from a
 // snapshot, as LiveQuery does.
 type RefreshRequiredError struct {
 	// Reason is the event's "reason": table_reset, table_dropped, invalid_cursor,
@@ -102,7 +102,7 @@ func (e *RefreshRequiredError) Error() string {
 	return "refresh required: " + e.Reason
 }
 
-// FailureError is the terminal failure event: the stream failed after HTTP 200 (DESIGN.md,
+// FailureError is the terminal failure event: the stream failed after HTTP 200 (docs/design.md,
 // "The stream": token_revoked, token_expired, internal). The stream stops; the cursor of
 // the last processed batch is still valid, so a caller that fixed the cause (a new token)
 // may start again from it.
@@ -118,7 +118,7 @@ func (e *FailureError) Error() string {
 	return "stream failure: " + e.Code + ": " + e.Message
 }
 
-// ReconnectError is the terminal reconnect event (DESIGN.md, "The stream": server_draining,
+// ReconnectError is the terminal reconnect event (docs/design.md, "The stream": server_draining,
 // slow_consumer, max_stream_age, idle_timeout). It is not an error of the stream: the
 // consumer reports it to Options.OnError, waits RetryAfter and resumes from the last
 // processed cursor.

@@ -3,16 +3,16 @@ package client
 import "github.com/apache/arrow-go/v18/arrow"
 
 // SchemaChange is a schema event: the table's schema at the start of a connection and
-// again before the first batch after a column change (DESIGN.md, "The stream").
+// again before the first batch after a column change (docs/design.md, "The stream").
 type SchemaChange struct {
 	// Cursor is the event's id: the cursor of the baseline or of the last complete batch
-	// (a schema acknowledges no data, seed 000). Opaque: store it as is.
+	// (a schema acknowledges no data, docs/design.md, "The stream"). Opaque: store it as is.
 	Cursor string
 	// Schema is the table's Arrow schema.
 	Schema *arrow.Schema
 }
 
-// Batch is one commit of the table (DESIGN.md, "The stream": one batch event per
+// Batch is one commit of the table (docs/design.md, "The stream": one batch event per
 // commit).
 type Batch struct {
 	// Cursor is the position after this commit: resuming from it continues with the

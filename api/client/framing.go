@@ -10,7 +10,7 @@ import (
 )
 
 // Framing is how the server delimits events, asked for with the Accept header and
-// confirmed by the response's Content-Type (DESIGN.md, "The stream"; seed 004,
+// confirmed by the response's Content-Type (docs/design.md, "The stream";
 // "Framing"). Its value is the media type.
 type Framing string
 
@@ -26,7 +26,7 @@ const (
 	FramingJSONSeq Framing = "application/json-seq"
 )
 
-// Event names (DESIGN.md, "The stream"). An event of any other name is ignored, so that
+// Event names (docs/design.md, "The stream"). An event of any other name is ignored, so that
 // a newer server can add events.
 const (
 	eventSchema          = "schema"

@@ -15,7 +15,7 @@ const recordSeparator = 0x1e
 // jsonReader reads the JSON framings: application/x-ndjson, where a record is one line
 // ended by LF (a trailing CR is JSON whitespace, so CRLF works too), and application/
 // json-seq (RFC 7464), where a record starts with RS. Only a complete record is trusted
-// (seed 004, "Framing"): an NDJSON line without its LF at the end of input is a truncation
+// (docs/design.md, "Framing"): an NDJSON line without its LF at the end of input is a truncation
 // and is dropped; a JSON-seq record is complete at the LF that makes it valid JSON, or at
 // the next RS when it is valid then, and one that is still not valid JSON at the next RS
 // was truncated and is skipped, as RFC 7464 §2.3 asks.

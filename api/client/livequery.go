@@ -33,7 +33,7 @@ type LiveOptions struct {
 // cursor cannot be continued (the table was reset, the cursor is past the replay bounds),
 // and at the start when opts.StartWithSnapshot is set, it reads a snapshot, hands it to
 // OnSnapshot, and subscribes from the snapshot's cursor, so that OnSnapshot's rows and the
-// batches after them are exactly the table (DESIGN.md, "The atomic hand-off"; seed 002,
+// batches after them are exactly the table (docs/design.md, "The atomic hand-off";
 // "Reconnection"). It never retries a cursor the server refused. Snapshot reads that fail
 // are retried like connections (408, 429, 5xx, network), each failure reported to
 // OnError.

@@ -7,8 +7,8 @@ import (
 
 // Defaults for Options fields left zero.
 const (
-	// DefaultHeartbeatInterval is the server's default heartbeat interval (DESIGN.md,
-	// "The stream"; seed 000: every 15 seconds when idle).
+	// DefaultHeartbeatInterval is the server's default heartbeat interval (docs/design.md,
+	// "The stream"; every 15 seconds when idle).
 	DefaultHeartbeatInterval = 15 * time.Second
 	// DefaultHeartbeatMargin is the silence tolerated past the heartbeat interval before
 	// a connection is taken for dead.
@@ -16,7 +16,7 @@ const (
 	// DefaultMinBackoff is the ceiling of the first reconnect delay; each further attempt
 	// doubles it (with full jitter) up to DefaultMaxBackoff.
 	DefaultMinBackoff = 500 * time.Millisecond
-	// DefaultMaxBackoff caps the reconnect delay (seed 003: "capped at 30s").
+	// DefaultMaxBackoff caps the reconnect delay (docs/design.md, "Shutdown": capped at 30 s).
 	DefaultMaxBackoff = 30 * time.Second
 	// DefaultStableAfter is how long a connection must hold, when it delivered no batch,
 	// before the backoff schedule starts again from DefaultMinBackoff.
@@ -36,7 +36,7 @@ type Options struct {
 	Table string
 	// Cursor is where to start: "" starts a new subscription after the rows visible when
 	// it opens (no backfill); a cursor from an earlier batch, schema or snapshot resumes
-	// exactly after it (DESIGN.md, "Start position").
+	// exactly after it (docs/design.md, "Start position").
 	Cursor string
 	// Framing is the framing asked for in Accept; FramingSSE when "".
 	Framing Framing
@@ -55,7 +55,7 @@ type Options struct {
 	// an error or a panic ends the stream with a *HandlerError. Nil acknowledges at once.
 	OnSchema func(SchemaChange) error
 	// OnBatch is called with each batch, in commit order. Returning nil acknowledges it:
-	// its cursor becomes the one a reconnect resumes from (seed 002: a delivered event is
+	// its cursor becomes the one a reconnect resumes from (docs/design.md, "Recovery": a delivered event is
 	// not a processed one). An error or a panic ends the stream with a *HandlerError and
 	// the batch stays unacknowledged. Nil acknowledges at once.
 	OnBatch func(Batch) error

@@ -32,7 +32,7 @@ func decodeIPC(r io.Reader) (*arrow.Schema, []arrow.RecordBatch, error) {
 }
 
 // decodePayload decodes the data of a schema or batch event: base64 (RFC 4648 §4) of a
-// self-contained Arrow IPC stream (DESIGN.md, "The stream", encoding arrow).
+// self-contained Arrow IPC stream (docs/design.md, "The stream", encoding arrow).
 func decodePayload(data []byte) (*arrow.Schema, []arrow.RecordBatch, error) {
 	raw := make([]byte, base64.StdEncoding.DecodedLen(len(data)))
 	n, err := base64.StdEncoding.Decode(raw, data)

@@ -14,7 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
-// Headers and media types of the snapshot hand-off (DESIGN.md, "The atomic hand-off").
+// Headers and media types of the snapshot hand-off (docs/design.md, "The atomic hand-off").
 const (
 	// cursorHeader carries a table snapshot's cursor.
 	cursorHeader = "Ducktail-Cursor"
@@ -26,7 +26,7 @@ const (
 
 // Snapshot is a consistent read of the table, or of a query over it, with the cursor the
 // stream continues from: the snapshot's rows and the batches after its cursor are
-// exactly the table, nothing missing and nothing twice (DESIGN.md, "The atomic
+// exactly the table, nothing missing and nothing twice (docs/design.md, "The atomic
 // hand-off").
 type Snapshot struct {
 	// Cursor is the table's position in the snapshot's read transaction (the

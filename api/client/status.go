@@ -1,7 +1,7 @@
 package client
 
 // Status is the state of a consumer's connection, reported to Options.OnStatus on every
-// change (seed 003, "StreamController": connecting, live, reconnecting, closed).
+// change (docs/design.md, "Live queries": connecting, live, reconnecting, closed).
 type Status string
 
 // The statuses, in the order a consumer goes through them.

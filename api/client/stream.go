@@ -17,7 +17,7 @@ import (
 // own: after an abrupt close or silence (with backoff and full jitter, never sooner than
 // the server's SSE retry field), after a reconnect event (after its retry_ms), and after
 // a 408, 429 or 5xx refusal (after its Retry-After, plus backoff), each time resuming with
-// Last-Event-ID set to the last cursor a handler acknowledged (seeds 002 and 004).
+// Last-Event-ID set to the last cursor a handler acknowledged (docs/design.md, "Recovery").
 //
 // It returns only when it stops, never nil:
 //   - ctx's error when ctx ends;
@@ -66,7 +66,7 @@ func newConsumer(baseURL, token string, opts Options) (*consumer, error) {
 		return nil, fmt.Errorf("base URL %q: want an http:// or https:// URL", baseURL)
 	}
 	for _, r := range opts.Cursor {
-		// Sent as Last-Event-ID: the server refuses control characters (DESIGN.md, "The
+		// Sent as Last-Event-ID: the server refuses control characters (docs/design.md, "The
 		// cursor") and Go's HTTP client cannot send CR, LF or NUL in a header.
 		if r < 0x20 || r == 0x7f {
 			return nil, fmt.Errorf("cursor %q holds a control character", opts.Cursor)

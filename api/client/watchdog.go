@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// watchdog cancels a connection that stays silent for longer than its limit (seed 004,
+// watchdog cancels a connection that stays silent for longer than its limit (docs/design.md,
 // "Heartbeats and timeouts"). It is armed only while the consumer waits for bytes (for the
 // response headers, or inside a body Read), never while a handler runs, so a slow handler
 // is not mistaken for a dead server. Its timer's function runs on the runtime's timer

@@ -34,7 +34,7 @@ const (
 // to reconnect.
 const DefaultDrainTimeout = 10 * time.Second
 
-// Main is the ducktail server process (STYLE.md, "The Main type in cmd"): set the
+// Main is the ducktail server process (docs/design.md, "Code conventions"): set the
 // fields (ParseFlags-style, by the serve command or a test), then Run, then Close.
 type Main struct {
 	DataDir   string
