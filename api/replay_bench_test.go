@@ -1,0 +1,101 @@
+package api_test
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ducktail/ducktail/stream"
+)
+
+// BenchmarkIngestDuringReplays measures ingest latency while a replay storm runs: 300
+// streams resume from the first commit of a table of 500 commits of 100 real flights rows,
+// each reading its replay through and starting again, while one client commits 100-row
+// JSON commits back to back. Reports the ingest p50/p99 and the replays completed per
+// second; replays share their frames (stream/replaycache.go), so they cost the writer
+// little.
+func BenchmarkIngestDuringReplays(b *testing.B) {
+	const commits, streams = 500, 300
+	e := benchEnv(b, options{hub: func(h *stream.Hub) { h.MaxStreamsPerToken = 2 * streams }})
+	e.createFlights(b, "flights")
+	body := jsonBody(loadFlights(b, 100), false)
+	var first struct{ Cursor string }
+	e.ingest(b, "flights", "application/json", body, http.StatusCreated).json(b, &first)
+	for range commits - 1 {
+		e.post(b, "flights", "application/json", body)
+	}
+	addr := strings.TrimPrefix(e.srv.URL, "http://")
+	stop := make(chan struct{})
+	var replays atomic.Int64
+	var wg sync.WaitGroup
+	for range streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if !replayOnce(addr, e.admin, first.Cursor, commits-1, stop) {
+					return
+				}
+				replays.Add(1)
+			}
+		}()
+	}
+	// Let the storm start before measuring.
+	time.Sleep(time.Second)
+	lat := make([]time.Duration, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		e.post(b, "flights", "application/json", body)
+		lat[i] = time.Since(start)
+	}
+	b.StopTimer()
+	elapsed := b.Elapsed()
+	done := replays.Load()
+	close(stop)
+	wg.Wait()
+	b.ReportMetric(percentile(lat, 0.50), "p50-ms")
+	b.ReportMetric(percentile(lat, 0.99), "p99-ms")
+	b.ReportMetric(float64(done)/elapsed.Seconds(), "replays/s")
+}
+
+// replayOnce resumes a stream from cursor and reads until n batch events arrived; false
+// when stop closed or the connection failed first.
+func replayOnce(addr, token, cursor string, n int, stop <-chan struct{}) bool {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		return false
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-stop:
+		case <-done:
+		}
+		conn.Close()
+	}()
+	fmt.Fprintf(conn, "GET /v1/tables/flights/stream HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer %s\r\nLast-Event-ID: %s\r\n\r\n", token, cursor)
+	r := bufio.NewReaderSize(conn, 64<<10)
+	for got := 0; got < n; {
+		line, err := r.ReadSlice('\n')
+		if err != nil && err != bufio.ErrBufferFull {
+			return false
+		}
+		if strings.HasPrefix(string(line), "event: batch") {
+			got++
+		}
+	}
+	return true
+}
