@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -46,12 +45,17 @@ func TestBrowserLiveTable(t *testing.T) {
 		t.Errorf("columns %q, want %q", s.Columns, want)
 	}
 	checkRows(t, s, 1461, dates, nil)
-	if want := []string{"1461", "2015-12-31", "0", "5.6", "-2.1", "3.5", "sun"}; !slices.Equal(s.Rows[0].Cells, want) {
+	if want := []string{"1,461", "2015-12-31", "0", "5.6", "-2.1", "3.5", "sun"}; !slices.Equal(s.Rows[0].Cells, want) {
 		t.Errorf("newest snapshot row %q, want %q", s.Rows[0].Cells, want)
 	}
 	if s.ChartPoints != 1461 {
 		t.Errorf("chart has %d points, want 1461", s.ChartPoints)
 	}
+	checkConnected(t, s)
+	// The chart's x-axis is the table's DATE column; the point at its right end is the
+	// last day, in UTC though the browser's zone is west of it.
+	checkChart(t, b.hover(t, "page", "#chart .u-over", 0.999, 0.5), "date", "2015-12-31")
+	b.screenshot(t, "page", "live-date-axis")
 
 	// A row committed now is on the page within liveBudget, and the page's cursor is the
 	// commit's.
@@ -59,12 +63,14 @@ func TestBrowserLiveTable(t *testing.T) {
 	s = b.wait(t, "page", until{Count: new(1462)}, liveBudget)
 	live := []string{"2016-01-01"}
 	checkRows(t, s, 1462, dates, live)
-	if want := []string{"1462", "2016-01-01", "1.5", "7.2", "1.1", "2.3", "sun"}; !slices.Equal(s.Rows[0].Cells, want) {
+	if want := []string{"1,462", "2016-01-01", "1.5", "7.2", "1.1", "2.3", "sun"}; !slices.Equal(s.Rows[0].Cells, want) {
 		t.Errorf("live row %q, want %q", s.Rows[0].Cells, want)
 	}
 	if s.Cursor != cursor {
 		t.Errorf("page cursor %q, want the commit's %q", s.Cursor, cursor)
 	}
+	// The event log sums up the batches of each second in one line.
+	b.wait(t, "page", until{Notice: "1 batch, 1 row."}, liveBudget)
 
 	// Restart: the draining server tells the page to reconnect; the page resumes from its
 	// last cursor on the new server, which replays what was committed meanwhile.
@@ -79,9 +85,7 @@ func TestBrowserLiveTable(t *testing.T) {
 	if s.Cursor != cursor {
 		t.Errorf("page cursor %q, want the last commit's %q", s.Cursor, cursor)
 	}
-	shot := filepath.Join(t.ArtifactDir(), "live-table.png")
-	b.send(t, "screenshot", map[string]any{"page": "page", "path": shot})
-	t.Logf("screenshot: %s", shot)
+	b.screenshot(t, "page", "live-table")
 
 	// Reset: the stream ends with refresh-required; the page says so, loads the new
 	// (empty) snapshot and follows the table from its cursor.
@@ -129,6 +133,15 @@ func TestBrowserCORSOrigins(t *testing.T) {
 	if s.Count != 0 || !strings.Contains(s.Error, "--cors-origin allow-list") {
 		t.Errorf("refused origin: count %d, error %q", s.Count, s.Error)
 	}
+	// With nothing to chart, the page shows no empty chart box, and Connect is again the
+	// primary action.
+	if !s.Chart.Hidden || s.Chart.Height != 0 {
+		t.Errorf("error state: chart hidden %v, %d px high; want it hidden", s.Chart.Hidden, s.Chart.Height)
+	}
+	if !hasClass(s.Buttons.Connect, "primary") || hasClass(s.Buttons.Disconnect, "primary") {
+		t.Errorf("error state: Connect class %q, Disconnect class %q; want Connect primary", s.Buttons.Connect, s.Buttons.Disconnect)
+	}
+	b.screenshot(t, "refused", "error-state")
 	forbidden := streamRequests(t, st, "Forbidden")
 	b.send(t, "select", map[string]any{"page": "refused", "selector": "#start", "value": "live"})
 	b.send(t, "click", map[string]any{"page": "refused", "selector": "#connect"})
@@ -139,6 +152,72 @@ func TestBrowserCORSOrigins(t *testing.T) {
 	if got := streamRequests(t, st, "Forbidden"); got != forbidden+1 {
 		t.Errorf("the server refused %d streams with 403, want %d", got-forbidden, 1)
 	}
+}
+
+// TestBrowserChartAxes checks the chart's x-axis on two more tables: a TIMESTAMP column
+// is the x-axis, and its last tick label, two lines wide at the turn of a year, is drawn
+// whole inside the chart; a table without a time column is charted against the row
+// number, shown with thousands separators on the axis, in the legend and in the rows.
+func TestBrowserChartAxes(t *testing.T) {
+	node, web := needNode(t, requireBrowserEnv, "playwright-core")
+	needChromium(t)
+	st := startStack(t)
+	st.ingest(t, "ticks", "text/csv", []byte("ts,v\n2015-12-31 23:59:00,1\n2015-12-31 23:59:30,3\n2016-01-01 00:00:00,2\n"))
+	airports, err := os.ReadFile("../../testdata/airports.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.ingest(t, "airports", "text/csv", airports)
+	b := startChromium(t, node, web)
+
+	b.open(t, "ticks", st.URL()+"/ui/#token="+url.QueryEscape(st.streamToken(t, "ticks"))+"&table=ticks")
+	s := b.wait(t, "ticks", until{Status: "live", Count: new(3)}, 20*time.Second)
+	if want := []string{"3", "2016-01-01T00:00:00.000", "2"}; !slices.Equal(s.Rows[0].Cells, want) {
+		t.Errorf("newest row %q, want %q", s.Rows[0].Cells, want)
+	}
+	checkChart(t, b.hover(t, "ticks", "#chart .u-over", 0.999, 0.5), "ts", "2016-01-01T00:00:00.000")
+	b.screenshot(t, "ticks", "timestamp-axis")
+
+	b.open(t, "airports", st.URL()+"/ui/#token="+url.QueryEscape(st.streamToken(t, "airports"))+"&table=airports")
+	s = b.wait(t, "airports", until{Status: "live", Count: new(3376)}, 20*time.Second)
+	if s.Rows[0].Key != 3376 || s.Rows[0].Cells[0] != "3,376" {
+		t.Errorf("newest row key %d, number %q; want 3376 shown as 3,376", s.Rows[0].Key, s.Rows[0].Cells[0])
+	}
+	if s.ChartPoints != 2000 {
+		t.Errorf("chart has %d points, want the latest 2000", s.ChartPoints)
+	}
+	checkConnected(t, s)
+	checkChart(t, b.hover(t, "airports", "#chart .u-over", 0.999, 0.5), "row", "3,376")
+	b.screenshot(t, "airports", "row-axis")
+	if len(s.Problems) > 0 {
+		t.Errorf("the page logged errors: %q", s.Problems)
+	}
+}
+
+// checkChart checks that the chart is shown against the x-axis x, that the legend shows
+// legendX for the point under the mouse, and that the x-axis labels are drawn and none is
+// cut off at the chart's right edge.
+func checkChart(t *testing.T, s pageState, x, legendX string) {
+	t.Helper()
+	c := s.Chart
+	if c.Hidden || c.X != x || c.LegendX != legendX {
+		t.Errorf("chart: hidden %v, x-axis %q, legend x %q; want shown against %q, legend x %q", c.Hidden, c.X, c.LegendX, x, legendX)
+	}
+	if c.AxisInk == 0 || c.EdgeInk != 0 {
+		t.Errorf("x-axis labels: %d pixels drawn, %d at the right edge; want some, none at the edge", c.AxisInk, c.EdgeInk)
+	}
+}
+
+// checkConnected checks that, while connected, Disconnect is the primary button.
+func checkConnected(t *testing.T, s pageState) {
+	t.Helper()
+	if hasClass(s.Buttons.Connect, "primary") || !hasClass(s.Buttons.Disconnect, "primary") {
+		t.Errorf("connected: Connect class %q, Disconnect class %q; want Disconnect primary", s.Buttons.Connect, s.Buttons.Disconnect)
+	}
+}
+
+func hasClass(attr, class string) bool {
+	return slices.Contains(strings.Fields(attr), class)
 }
 
 // uiServer serves the embedded page at /ui/ from another origin (an HTTPS server of its

@@ -35,8 +35,27 @@ type pageState struct {
 	Columns     []string
 	Rows        []pageRow
 	ChartPoints int `json:"chart_points"`
+	Chart       chartState
+	// Buttons are the class attributes of the Connect and Disconnect buttons.
+	Buttons struct{ Connect, Disconnect string }
 	// Problems are the console errors and uncaught exceptions the page logged.
 	Problems []string
+}
+
+// chartState is the chart as drawn.
+type chartState struct {
+	// X names the x-axis: the time column charted against, or "row".
+	X      string
+	Hidden bool
+	// Height is the chart section's height in CSS pixels.
+	Height int
+	// LegendX is the legend's x value: the point under the mouse after a hover.
+	LegendX string `json:"legend_x"`
+	// AxisInk counts the pixels drawn below the plot (the x-axis and its labels);
+	// EdgeInk those of them in the canvas's last 3 pixel columns, which only a tick label
+	// cut off by the canvas's right edge reaches.
+	AxisInk int `json:"axis_ink"`
+	EdgeInk int `json:"edge_ink"`
 }
 
 // pageRow is one rendered row: its key (the row's number in arrival order) and cells.
@@ -174,6 +193,27 @@ func (c *chromium) sendWithin(t *testing.T, cmd string, args map[string]any, tim
 func (c *chromium) open(t *testing.T, name, url string) {
 	t.Helper()
 	c.send(t, "open", map[string]any{"page": name, "url": url})
+}
+
+// hover moves the mouse to the point (x, y) of the element's box, given as fractions of
+// its width and height, and returns the page's state then.
+func (c *chromium) hover(t *testing.T, name, selector string, x, y float64) pageState {
+	t.Helper()
+	res := c.send(t, "hover", map[string]any{"page": name, "selector": selector, "x": x, "y": y})
+	var s pageState
+	if err := json.Unmarshal(res, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// screenshot saves a full-page PNG of the page as name.png in the test's artifact
+// directory (kept with go test -artifacts) and logs where.
+func (c *chromium) screenshot(t *testing.T, page, name string) {
+	t.Helper()
+	path := filepath.Join(t.ArtifactDir(), name+".png")
+	c.send(t, "screenshot", map[string]any{"page": page, "path": path})
+	t.Logf("screenshot: %s", path)
 }
 
 // wait waits up to timeout for the page's state to match u and returns it.

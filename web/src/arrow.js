@@ -7,6 +7,15 @@ export function isNumeric(type) {
 }
 
 /**
+ * Whether a column holds points in time (DATE or TIMESTAMP), which the chart can take as
+ * its x-axis. Their values are milliseconds since the Unix epoch.
+ * @param {import('apache-arrow').DataType} type
+ */
+export function isTime(type) {
+  return type.typeId === Type.Date || type.typeId === Type.Timestamp;
+}
+
+/**
  * The number a numeric value charts as, or null.
  * @param {import('apache-arrow').DataType} type
  */

@@ -3,8 +3,8 @@
 // removed from the address bar once read.
 import './style.css';
 import { ApiError, listTables, normalizeBase } from './api.js';
-import { formatValue, isNumeric, numericValue, sameSchema } from './arrow.js';
-import { LiveChart } from './chart.js';
+import { formatValue, isNumeric, isTime, numericValue, sameSchema } from './arrow.js';
+import { LiveChart, ROW_AXIS } from './chart.js';
 import { LiveTable, Status } from './live.js';
 import { RateMeter } from './rate.js';
 
@@ -14,6 +14,8 @@ const MAX_ROWS = 200;
 const CHART_ROWS = 2000;
 /** Entries kept in the event log. */
 const MAX_NOTICES = 50;
+/** How long the event log gathers batches into one line, in ms. */
+const BATCH_LOG_MS = 1000;
 
 const $ = (id) => document.getElementById(id);
 const form = $('connect-form');
@@ -21,12 +23,14 @@ const apiInput = $('api');
 const tokenInput = $('token');
 const tableSelect = $('table');
 const startSelect = $('start');
+const connectButton = $('connect');
 const disconnectButton = $('disconnect');
 const errorBox = $('error');
 const statusEl = $('status');
 const countEl = $('row-count');
 const rateEl = $('rate');
 const cursorEl = $('cursor');
+const chartSection = $('chart-section');
 const chartSelect = $('chart-column');
 const thead = $('rows').tHead;
 const tbody = $('rows').tBodies[0];
@@ -44,7 +48,12 @@ const view = {
   total: 0,
   headerStale: true,
   renderPending: false,
+  /** The time column the chart's x-axis shows, or '' for the row number. */
+  timeColumn: '',
 };
+
+/** The batches not yet in the event log: how many, their rows, the timer that logs them. */
+const unlogged = { batches: 0, rows: 0, timer: 0 };
 
 /** @type {LiveTable | null} */
 let live = null;
@@ -54,10 +63,38 @@ let attempts = 0;
 function setStatus(status, detail) {
   statusEl.dataset.status = status;
   statusEl.textContent = detail ? `${status} (${detail})` : status;
-  disconnectButton.disabled = status === Status.CLOSED;
+  const closed = status === Status.CLOSED;
+  disconnectButton.disabled = closed;
+  // The primary button is the next thing to do: connect, or disconnect while connected.
+  connectButton.classList.toggle('primary', closed);
+  disconnectButton.classList.toggle('primary', !closed);
 }
 
+/** Adds an entry to the event log, after the line for the batches before it. */
 function note(level, text) {
+  logBatches();
+  append(level, text);
+}
+
+/** Counts a batch into the log's next "N batches, M rows" line, written a second after the first. */
+function noteBatch(rows) {
+  unlogged.batches++;
+  unlogged.rows += rows;
+  if (!unlogged.timer) unlogged.timer = setTimeout(logBatches, BATCH_LOG_MS);
+}
+
+function logBatches() {
+  clearTimeout(unlogged.timer);
+  const { batches, rows } = unlogged;
+  Object.assign(unlogged, { batches: 0, rows: 0, timer: 0 });
+  if (batches) append('info', `${plural(batches, 'batch', 'batches')}, ${plural(rows, 'row', 'rows')}.`);
+}
+
+function plural(n, one, many) {
+  return `${n.toLocaleString()} ${n === 1 ? one : many}`;
+}
+
+function append(level, text) {
   const li = document.createElement('li');
   li.className = level;
   const time = document.createElement('time');
@@ -101,6 +138,7 @@ function onSchema(schema, cursor) {
 
 function onBatch(table, cursor) {
   addRows(table, true);
+  noteBatch(table.numRows);
   cursorEl.textContent = cursor;
 }
 
@@ -108,27 +146,48 @@ function setSchema(schema, resetChart) {
   view.schema = schema;
   view.headerStale = true;
   const numeric = schema.fields.filter((f) => isNumeric(f.type)).map((f) => f.name);
-  if (resetChart) chart.reset(numeric);
-  else chart.addColumns(numeric);
+  const time = schema.fields.find((f) => isTime(f.type));
+  if (resetChart || (time?.name ?? '') !== view.timeColumn) {
+    view.timeColumn = time?.name ?? '';
+    chart.reset(numeric, time ? timeAxis(time) : ROW_AXIS);
+  } else {
+    chart.addColumns(numeric);
+  }
   if (numeric.length && !numeric.includes(chart.column)) chart.show(numeric[0]);
   chartSelect.replaceChildren(...numeric.map((n) => new Option(n, n, false, n === chart.column)));
   chartSelect.disabled = numeric.length === 0;
   scheduleRender();
 }
 
-/** Adds the rows of a snapshot or a batch: numbered, kept for the table and the chart. */
+/**
+ * The chart's x-axis for a DATE or TIMESTAMP column: seconds since the epoch, shown in the
+ * legend as the rows show the column.
+ * @param {import('apache-arrow').Field} field
+ */
+function timeAxis(field) {
+  return { label: field.name, time: true, format: (x) => formatValue(field.type, x * 1000) };
+}
+
+/**
+ * Adds the rows of a snapshot or a batch: numbered, kept for the table and the chart.
+ * Rows are charted in arrival order, at their time when the x-axis is a time column
+ * (rows without one are left out of the chart), else at their number.
+ */
 function addRows(table, counted) {
   const n = table.numRows;
   const fields = table.schema.fields;
   const vectors = fields.map((_, i) => table.getChildAt(i));
   const first = view.total;
   const numeric = fields.map((f) => isNumeric(f.type));
+  const timeIdx = view.timeColumn ? fields.findIndex((f) => f.name === view.timeColumn) : -1;
   for (let r = Math.max(0, n - CHART_ROWS); r < n; r++) {
+    const x = timeIdx < 0 ? first + r + 1 : vectors[timeIdx].get(r);
+    if (x === null || x === undefined) continue;
     const values = new Map();
     fields.forEach((f, c) => {
       if (numeric[c]) values.set(f.name, numericValue(f.type, vectors[c].get(r)));
     });
-    chart.push(first + r + 1, values);
+    chart.push(timeIdx < 0 ? x : x / 1000, values);
   }
   for (let r = Math.max(0, n - MAX_ROWS); r < n; r++) {
     const cells = new Map(fields.map((f, c) => [f.name, formatValue(f.type, vectors[c].get(r))]));
@@ -165,7 +224,7 @@ function render() {
     tr.dataset.key = String(key);
     const th = document.createElement('th');
     th.scope = 'row';
-    th.textContent = String(key);
+    th.textContent = key.toLocaleString();
     tr.append(th);
     for (const f of fields) {
       const td = document.createElement('td');
@@ -185,10 +244,11 @@ function render() {
   countEl.textContent = view.total.toLocaleString();
   showRate();
   chart.flush();
+  chartSection.hidden = !chart.column;
 }
 
 function showRate() {
-  rateEl.textContent = rate.perSecond().toFixed(1);
+  rateEl.textContent = rate.perSecond().toLocaleString(undefined, { minimumFractionDigits: 1, maximumFractionDigits: 1 });
 }
 
 async function loadTables() {
@@ -226,6 +286,8 @@ async function connect() {
   view.schema = null;
   view.rows = [];
   view.total = 0;
+  view.timeColumn = '';
+  chart.reset([], ROW_AXIS);
   rate.reset();
   scheduleRender();
   live = new LiveTable({

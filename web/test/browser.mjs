@@ -8,6 +8,8 @@
 //   state      {page}                       the page's state (see inspect)
 //   select     {page, selector, value}      choose an <option>
 //   click      {page, selector}
+//   hover      {page, selector, x, y}       move the mouse to the point (x, y) of the
+//                                           element's box, as fractions of its size
 //   screenshot {page, path}                 a full-page PNG
 // At the end of its input it closes the browser and exits.
 // The state of a page includes every console error and uncaught exception it logged.
@@ -51,12 +53,45 @@ function inspect(until) {
       cells: Array.from(tr.cells, (c) => c.textContent),
     })),
     chart_points: Number(q('#chart')?.dataset.points ?? 0),
+    chart: chartState(),
+    buttons: {
+      connect: q('#connect')?.className ?? '',
+      disconnect: q('#disconnect')?.className ?? '',
+    },
   };
   const ok = (until.status === undefined || state.status === until.status) &&
     (until.count === undefined || state.count === until.count) &&
     (until.error === undefined || state.error.includes(until.error)) &&
     (until.notice === undefined || state.notices.some((n) => n.includes(until.notice)));
   return ok ? state : null;
+
+  // The chart as drawn: its x-axis, the legend's x value, its height, and the ink (pixels
+  // drawn) in the band of the x-axis labels, overall and in the canvas's last 3 pixel
+  // columns, where only a label cut off by the canvas's edge can be.
+  function chartState() {
+    const el = q('#chart');
+    const canvas = el?.querySelector('canvas');
+    const over = el?.querySelector('.u-over');
+    const out = {
+      x: el?.dataset.x ?? '',
+      hidden: !el || el.getClientRects().length === 0,
+      height: el ? Math.round(el.closest('section').getBoundingClientRect().height) : 0,
+      legend_x: el?.querySelector('.u-legend .u-series:first-child .u-value')?.textContent ?? '',
+      axis_ink: 0,
+      edge_ink: 0,
+    };
+    if (!canvas || !over || out.hidden) return out;
+    const ratio = canvas.width / canvas.getBoundingClientRect().width;
+    const top = Math.ceil((over.offsetTop + over.offsetHeight) * ratio) + 1;
+    const band = canvas.getContext('2d').getImageData(0, top, canvas.width, canvas.height - top);
+    const edge = Math.ceil(3 * ratio);
+    for (let i = 3; i < band.data.length; i += 4) {
+      if (band.data[i] === 0) continue;
+      out.axis_ink++;
+      if ((i >> 2) % band.width >= band.width - edge) out.edge_ink++;
+    }
+    return out;
+  }
 }
 
 async function state(name) {
@@ -72,7 +107,13 @@ function pageNamed(name) {
 
 const commands = {
   async open({ page: name, url }) {
-    const context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1280, height: 1000 } });
+    // A zone west of UTC, so that a date shown in local time would be a day early.
+    const context = await browser.newContext({
+      ignoreHTTPSErrors: true,
+      viewport: { width: 1280, height: 1000 },
+      locale: 'en-US',
+      timezoneId: 'America/Los_Angeles',
+    });
     const page = await context.newPage();
     const problems = [];
     page.on('console', (m) => {
@@ -96,6 +137,13 @@ const commands = {
   async click({ page, selector }) {
     await pageNamed(page).page.click(selector);
     return null;
+  },
+  async hover({ page, selector, x, y }) {
+    const p = pageNamed(page).page;
+    const box = await p.locator(selector).boundingBox();
+    if (!box) throw new Error(`${selector} is not shown`);
+    await p.hover(selector, { position: { x: x * box.width, y: y * box.height } });
+    return state(page);
   },
   async screenshot({ page, path }) {
     await pageNamed(page).page.screenshot({ path, fullPage: true });
