@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/ducktail/ducktail/store"
 )
 
@@ -23,6 +25,7 @@ const (
 	DefaultMaxReplayCommits   = 100_000
 	DefaultMaxReplayRows      = 50_000_000
 	DefaultMaxReplayBytes     = 256 << 20
+	DefaultReplayRate         = 64 << 20
 	DefaultMaxStreams         = 20_000
 	DefaultMaxStreamsPerToken = 200
 	DefaultRetry              = 2 * time.Second
@@ -70,6 +73,12 @@ type Hub struct {
 	// commit does not fit ends with reconnect, reason "replay_capacity". Each stream holds
 	// at most one replay chunk (about 1 MiB of commits, or one larger commit).
 	MaxReplayBytes int64
+	// ReplayRate bounds the bytes per second all resumed streams replay together (a
+	// token bucket, golang.org/x/time/rate, with a burst of one replay chunk), so that a
+	// storm of replays, whose frames cost the same CPU to write whether or not they are
+	// shared, leaves the writer and live delivery their share of the cores; a replay
+	// waits for its next chunk, holding nothing. Zero or less means no limit.
+	ReplayRate int64
 	// MaxStreams bounds open streams (admission); MaxStreamsPerToken bounds them per token.
 	MaxStreams         int
 	MaxStreamsPerToken int
@@ -90,8 +99,9 @@ type Hub struct {
 	dispatchQ    []store.Event
 	dispatchWake chan struct{}
 
-	cursors *store.Cursors
-	replays *replayCache
+	cursors    *store.Cursors
+	replays    *replayCache
+	replayRate *rate.Limiter
 	// replaying counts the sessions whose replay is in progress; replayRead counts the
 	// commits replay read from the table.
 	replaying  atomic.Int64
@@ -116,6 +126,7 @@ func NewHub(db *store.DB) *Hub {
 		MaxReplayCommits:   DefaultMaxReplayCommits,
 		MaxReplayRows:      DefaultMaxReplayRows,
 		MaxReplayBytes:     DefaultMaxReplayBytes,
+		ReplayRate:         DefaultReplayRate,
 		MaxStreams:         DefaultMaxStreams,
 		MaxStreamsPerToken: DefaultMaxStreamsPerToken,
 		Retry:              DefaultRetry,
@@ -133,6 +144,10 @@ func (h *Hub) Open() error {
 		h.MaxReplayBytes = DefaultMaxReplayBytes
 	}
 	h.replays = newReplayCache(h.MaxReplayBytes)
+	h.replayRate = rate.NewLimiter(rate.Inf, 0)
+	if h.ReplayRate > 0 {
+		h.replayRate = rate.NewLimiter(rate.Limit(h.ReplayRate), replayChunkBytes)
+	}
 	if h.Logger == nil {
 		h.Logger = slog.Default().With("component", "stream")
 	}

@@ -125,6 +125,7 @@ func (s *Session) replayNext(ctx context.Context) error {
 	r := s.replay
 	var reason string
 	var entries []*replayEntry
+	var chunkBytes int64
 	err := s.hub.DB.Read(ctx, func(tx *store.ReadTx) error {
 		a, err := tx.Activation(ctx, r.activation.TableID, r.activation.ID)
 		if err != nil {
@@ -151,12 +152,19 @@ func (s *Session) replayNext(ctx context.Context) error {
 		for i, c := range commits {
 			keys[i] = replayKey{activation: a.ID, seq: c.Seq, framing: s.framing, encoding: s.encoding}
 		}
+		chunkBytes = bytes
 		var owned []bool
 		entries, owned = s.hub.replays.acquire(keys)
 		return s.fillReplay(ctx, tx, a, commits, entries, owned)
 	})
 	if err != nil || reason != "" {
 		s.releaseAll(entries)
+	}
+	if err == nil && reason == "" {
+		if werr := s.hub.replayRate.WaitN(ctx, int(min(chunkBytes, replayChunkBytes))); werr != nil {
+			s.releaseAll(entries)
+			return ctx.Err()
+		}
 	}
 	if errors.Is(err, errReplayCapacity) {
 		s.out = append(s.out, terminalFrame(s.framing, EventReconnect, "replay_capacity", s.hub.RetryMS(), ""))
