@@ -75,9 +75,22 @@ cat <<'METHOD'
 - **`BenchmarkReplay`**: a 1,000,000-row table (1,000 commits of 1,000 rows); a client
   resumes with the cursor of the empty table and reads until the last replayed batch;
   rows/s and commits/s over that time, and first-batch-ms from the request to the first
-  replayed batch event.
+  replayed batch event. Its commits come from `store.DB.Append` without request bytes,
+  so `--replay-rate` (which meters commit-log bytes) does not slow it.
+- **`BenchmarkIngestDuringReplays/replays={0,300}`**: a table of 500 commits of 100
+  flights rows; 300 streams resume from its first commit, read their replay through and
+  start again, while one client commits 100-row JSON commits back to back; p50/p99 of the
+  ingest latency, and replays completed per second. `replays=0` is the same ingest with
+  no stream, in the same run. The readers count batch events in the raw bytes.
+- **`BenchmarkRestartAfterKill9`** (store): a child process appends 10-row commits from 8
+  goroutines for 2 to 20 s, is killed with SIGKILL, and the file is opened again, six
+  times; the worst and the median time of `store.DB.Open` (WAL replay included) and the
+  largest WAL found.
+- **`BenchmarkAppendSmall`** (store): in-process 100-row commits, one at a time.
+- **`BenchmarkDecode*`, `BenchmarkInfer*`** (ingest): the decoders alone on the same rows.
 
 Targets (issues): Arrow HTTP ÷ in-process ≥ 0.6; CSV and JSON ≥ 300,000 rows/s; p99
 under 10 ms at 1,000 subscribers; ≥ 100,000 deliveries/s; under 32 KiB per idle
-subscriber; replay ≥ 1,000,000 rows/s.
+subscriber; replay ≥ 1,000,000 rows/s; ingest p99 under 50 ms during a replay storm;
+restart after kill -9 under 2 s.
 METHOD
