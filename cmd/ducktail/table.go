@@ -52,27 +52,12 @@ func newTableCommand(cfg *clientConfig) *cobra.Command {
 				return tableCall(cmd, cfg, "POST", "/v1/tables", map[string]any{"name": args[0], "columns": cols})
 			},
 		},
-		&cobra.Command{
-			Use:   "list",
-			Short: "List tables",
-			Args:  cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, args []string) error {
-				c, err := cfg.newClient()
-				if err != nil {
-					return err
-				}
-				var out struct{ Tables []tableInfo }
-				if err := c.doJSON("GET", "/v1/tables", nil, &out); err != nil {
-					return err
-				}
-				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tROWS\tSEQ\tCOLUMNS")
+		listCommand(cfg, "List tables", "/v1/tables", "NAME\tROWS\tSEQ\tCOLUMNS",
+			func(w io.Writer, out *struct{ Tables []tableInfo }) {
 				for _, t := range out.Tables {
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", t.Name, t.Rows, t.Seq, len(t.Columns))
+					fmt.Fprintf(w, "%s\t%d\t%d\t%d\n", t.Name, t.Rows, t.Seq, len(t.Columns))
 				}
-				return tw.Flush()
-			},
-		},
+			}),
 		&cobra.Command{
 			Use:   "describe TABLE",
 			Short: "Show a table's columns, rows, head seq and cursor",

@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/url"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,27 +44,12 @@ func newTokenCommand(cfg *clientConfig) *cobra.Command {
 	create.Flags().StringVar(&table, "table", "", "limit the token to one table")
 	create.Flags().StringVar(&ttl, "ttl", "", "expire the token after this long, e.g. 24h (default: never)")
 	cmd.AddCommand(create,
-		&cobra.Command{
-			Use:   "list",
-			Short: "List tokens (never their secrets)",
-			Args:  cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, args []string) error {
-				c, err := cfg.newClient()
-				if err != nil {
-					return err
-				}
-				var out struct{ Tokens []tokenInfo }
-				if err := c.doJSON("GET", "/v1/tokens", nil, &out); err != nil {
-					return err
-				}
-				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tPURPOSE\tTABLE\tCREATED\tEXPIRES\tREVOKED")
+		listCommand(cfg, "List tokens (never their secrets)", "/v1/tokens", "ID\tPURPOSE\tTABLE\tCREATED\tEXPIRES\tREVOKED",
+			func(w io.Writer, out *struct{ Tokens []tokenInfo }) {
 				for _, t := range out.Tokens {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Purpose, orDash(t.Table), t.CreatedAt.Format(time.RFC3339), timeOrDash(t.ExpiresAt), timeOrDash(t.RevokedAt))
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Purpose, orDash(t.Table), t.CreatedAt.Format(time.RFC3339), timeOrDash(t.ExpiresAt), timeOrDash(t.RevokedAt))
 				}
-				return tw.Flush()
-			},
-		},
+			}),
 		&cobra.Command{
 			Use:   "revoke ID",
 			Short: "Revoke a token; its open streams end with failure token_revoked",
