@@ -12,8 +12,8 @@ import (
 
 // The checkpoint policy. DuckDB appends every commit to the write-ahead log (the file
 // Path + ".wal") and folds the log into the database file at a CHECKPOINT; after a kill -9
-// it replays the whole log before the database opens, at about 0.1 ms per small commit on
-// the project's 2-core machine (docs/design.md, "Measured facts about DuckDB"). So the
+// it replays the whole log before the database opens, at 0.1 to 0.2 ms per small commit
+// on the project's 2-core machine (docs/design.md, "Measured facts about DuckDB"). So the
 // writer checkpoints on what the log holds, not on row bytes:
 //
 //   - when the log file reaches CheckpointBytes, or CheckpointCommits commits were
@@ -141,8 +141,8 @@ func (db *DB) checkReplayedWAL(ctx context.Context, before int64, opened time.Du
 	attrs := []slog.Attr{slog.Int64("wal_bytes_before", before), slog.Int64("wal_bytes_replayed", replayed),
 		slog.Duration("open_duration", opened)}
 	if replayed < before {
-		db.Logger.LogAttrs(ctx, slog.LevelWarn, "the WAL ended in a torn write, which DuckDB dropped on replay; "+
-			"it held no acknowledged commit", append(attrs, slog.Int64("torn_bytes", before-replayed))...)
+		db.Logger.LogAttrs(ctx, slog.LevelWarn, "the WAL ended in a torn write, which DuckDB dropped on replay "+
+			"(a write in progress when the process died)", append(attrs, slog.Int64("torn_bytes", before-replayed))...)
 	} else {
 		db.Logger.LogAttrs(ctx, slog.LevelInfo, "replayed the WAL of an unclean shutdown", attrs...)
 	}

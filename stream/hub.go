@@ -99,9 +99,10 @@ type Hub struct {
 	dispatchQ    []store.Event
 	dispatchWake chan struct{}
 
-	cursors    *store.Cursors
-	replays    *replayCache
-	replayRate *rate.Limiter
+	cursors     *store.Cursors
+	replays     *replayCache
+	replayRate  *rate.Limiter
+	replayReads chan struct{} // a slot per replay read from the table in progress
 	// replaying counts the sessions whose replay is in progress; replayRead counts the
 	// commits replay read from the table.
 	replaying  atomic.Int64
@@ -144,6 +145,7 @@ func (h *Hub) Open() error {
 		h.MaxReplayBytes = DefaultMaxReplayBytes
 	}
 	h.replays = newReplayCache(h.MaxReplayBytes)
+	h.replayReads = make(chan struct{}, replayReadsAtOnce)
 	h.replayRate = rate.NewLimiter(rate.Inf, 0)
 	if h.ReplayRate > 0 {
 		h.replayRate = rate.NewLimiter(rate.Limit(h.ReplayRate), replayChunkBytes)

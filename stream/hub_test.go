@@ -442,3 +442,17 @@ func TestReplayPastItsMemoryBudgetEndsWithReconnect(t *testing.T) {
 		t.Fatalf("after the holder left: %s %s, want a replayed batch", got.Event, got.Reason)
 	}
 }
+
+// TestReplayOfAFrameLargerThanTheBudgetIsRefreshRequired: a commit whose replayed frame
+// is larger than all of MaxReplayBytes can never be replayed, so the stream ends with
+// refresh-required (reason replay_limit) rather than reconnect again and again.
+func TestReplayOfAFrameLargerThanTheBudgetIsRefreshRequired(t *testing.T) {
+	f := newFixture(t, func(h *stream.Hub) { h.MaxReplayBytes = 500 })
+	first := f.ingest(t, 0, 1)
+	f.ingest(t, 1, 50)
+	s := f.subscribe(t, stream.FramingSSE, stream.EncodingArrow, f.db.Cursors().Encode(first.Position))
+	next(t, s) // schema
+	if end := next(t, s); end.Event != stream.EventRefreshRequired || end.Reason != stream.ReasonReplayLimit {
+		t.Fatalf("%s %s, want refresh-required replay_limit", end.Event, end.Reason)
+	}
+}

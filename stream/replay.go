@@ -21,6 +21,9 @@ const (
 	// encoded size: the replayed frames one stream holds at once (a chunk has at least one
 	// commit, so one larger commit is a chunk of its own).
 	replayChunkBytes = 1 << 20
+	// replayReadsAtOnce bounds the replay reads from the table in progress, whose rows
+	// and encodings are not yet frames in the replay cache.
+	replayReadsAtOnce = 2
 )
 
 // replay is the remaining replay of a resumed session: commits after the session's
@@ -166,6 +169,10 @@ func (s *Session) replayNext(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+	if errors.Is(err, errReplayFrameTooLarge) {
+		s.refresh(ReasonReplayLimit)
+		return nil
+	}
 	if errors.Is(err, errReplayCapacity) {
 		s.out = append(s.out, terminalFrame(s.framing, EventReconnect, "replay_capacity", s.hub.RetryMS(), ""))
 		return nil
@@ -200,7 +207,10 @@ func (s *Session) replayNext(ctx context.Context) error {
 }
 
 // fillReplay reads the commits this session reserved (owned) from the table, in runs of
-// consecutive commits, and fills their cache entries with their batch frames. On error
+// consecutive commits, and fills their cache entries with their batch frames. At most
+// replayReadsAtOnce sessions read at once: a read holds its commits' rows and their
+// encoding (at least one whole commit, whatever its request size said) until they are
+// frames the cache accounts for. On error
 // every reservation not filled yet is given up, so that no other session waits for it.
 func (s *Session) fillReplay(ctx context.Context, tx *store.ReadTx, a store.Activation, commits []store.CommitInfo, entries []*replayEntry, owned []bool) (err error) {
 	next := 0 // index of the next owned entry to fill
@@ -223,6 +233,11 @@ func (s *Session) fillReplay(ctx context.Context, tx *store.ReadTx, a store.Acti
 			end++
 		}
 		next = start
+		select {
+		case s.hub.replayReads <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		err := tx.ReadCommits(ctx, a, s.replay.schemas, commits[start:end], func(c store.CommitInfo, schema *store.Schema, recs []arrow.RecordBatch) error {
 			p, err := batchPayload(s.encoding, schema.Arrow(), recs)
 			if err != nil {
@@ -242,6 +257,7 @@ func (s *Session) fillReplay(ctx context.Context, tx *store.ReadTx, a store.Acti
 			next++
 			return nil
 		})
+		<-s.hub.replayReads
 		if err != nil {
 			return err
 		}

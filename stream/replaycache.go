@@ -14,6 +14,11 @@ import (
 // "replay_capacity", and resumes from its cursor later.
 var errReplayCapacity = errors.New("replay capacity reached")
 
+// errReplayFrameTooLarge: one commit's replayed frame is larger than all of
+// Hub.MaxReplayBytes, so no stream can replay it; the stream ends with refresh-required,
+// reason "replay_limit", and rebuilds from a snapshot.
+var errReplayFrameTooLarge = errors.New("replayed frame larger than the replay budget")
+
 // replayKey names one replayed batch frame: a commit in one framing and encoding.
 type replayKey struct {
 	activation uuid.UUID
@@ -80,10 +85,15 @@ func (c *replayCache) acquire(keys []replayKey) (entries []*replayEntry, owned [
 }
 
 // fill makes a reservation ready with frame f of a commit written under schema version
-// version, evicting idle frames to make room. Errors: errReplayCapacity when the frame does
-// not fit the budget; the reservation is then given up.
+// version, evicting idle frames to make room. Errors: errReplayFrameTooLarge when the
+// frame is larger than the whole budget, errReplayCapacity when it does not fit beside the
+// frames other sessions hold; the reservation is then given up.
 func (c *replayCache) fill(e *replayEntry, f Frame, version int) error {
 	size := int64(len(f.Bytes))
+	if size > c.budget {
+		c.giveUp(e, errReplayFrameTooLarge)
+		return errReplayFrameTooLarge
+	}
 	c.mu.Lock()
 	for c.used+size > c.budget && c.lru.Len() > 0 {
 		c.evict(c.lru.Front().Value.(*replayEntry))
