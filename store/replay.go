@@ -34,8 +34,10 @@ type CommitInfo struct {
 	Seq           int64
 	SchemaVersion int
 	Rows          int64
-	Bytes         int64
-	CommittedAt   time.Time
+	// Bytes is the commit's size: the larger of its request body and its decoded Arrow
+	// buffers (store.RecordBytes), as the writer recorded it.
+	Bytes       int64
+	CommittedAt time.Time
 }
 
 // Activation returns the activation id of table tableID. Errors: a CodeNotFound *Error

@@ -548,9 +548,12 @@ func (w *writer) insertCommitLog(ctx context.Context, tx *writeTx, plans []appen
 		if p.op.batch.IdempotencyKey != "" {
 			key, hash = p.op.batch.IdempotencyKey, p.op.batch.RequestHash
 		}
+		// The log records the commit's size as the larger of its request body and its
+		// decoded rows: a compressed Arrow body is far smaller than what it decodes to,
+		// and replay sizes its reads by this (CommitInfo.Bytes).
 		c := p.commit
 		args = append(args, c.Position.TableID, c.Position.Activation.String(), c.Position.Seq,
-			c.SchemaVersion, c.Rows, c.Bytes, c.CommittedAt, key, hash)
+			c.SchemaVersion, c.Rows, max(c.Bytes, RecordBytes(p.op.batch.Record)), c.CommittedAt, key, hash)
 	}
 	if len(args) == 0 {
 		return nil

@@ -17,7 +17,7 @@ const (
 	replayFirstChunkCommits = 8
 	replayChunkCommits      = 256
 	replayChunkRows         = 256 << 10
-	// replayChunkBytes bounds a chunk by the commits' request sizes, a measure of their
+	// replayChunkBytes bounds a chunk by the commits' sizes (CommitInfo.Bytes), a measure of their
 	// encoded size: the replayed frames one stream holds at once (a chunk has at least one
 	// commit, so one larger commit is a chunk of its own).
 	replayChunkBytes = 1 << 20
