@@ -209,7 +209,7 @@ func (s *Session) replayNext(ctx context.Context) error {
 // fillReplay reads the commits this session reserved (owned) from the table, in runs of
 // consecutive commits, and fills their cache entries with their batch frames. At most
 // replayReadsAtOnce sessions read at once: a read holds its commits' rows and their
-// encoding (at least one whole commit, whatever its request size said) until they are
+// encoding (at least one whole commit) until they are
 // frames the cache accounts for. On error
 // every reservation not filled yet is given up, so that no other session waits for it.
 func (s *Session) fillReplay(ctx context.Context, tx *store.ReadTx, a store.Activation, commits []store.CommitInfo, entries []*replayEntry, owned []bool) (err error) {
