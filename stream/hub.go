@@ -42,10 +42,12 @@ var (
 )
 
 // Hub fans every published commit out to the live subscribers of its table. Publish never
-// blocks on a subscriber: each has a bounded queue, and one past its bound is evicted with
-// a reconnect event while the others carry on. Each commit is encoded at most once per
-// framing × encoding in use, and those bytes are shared by every subscriber. Set the
-// exported fields, then call Open; Close undoes Open.
+// blocks on a subscriber and costs the same whatever their number: it appends the commit
+// to its table's bounded log (log.go), which every subscriber of the table reads at its
+// own pace; one that falls out of the log's window is evicted with a reconnect event while
+// the others carry on. Each commit is encoded at most once per framing × encoding in use,
+// and those bytes are shared by every subscriber. Set the exported fields, then call Open;
+// Close undoes Open.
 type Hub struct {
 	// DB is the store replay and baselines are read from, and whose codec (DB.Cursors)
 	// encodes and decodes the cursors; required, and opened before the Hub.
@@ -58,7 +60,10 @@ type Hub struct {
 	// MaxStreamAge ends a stream (reconnect, reason "max_stream_age") after this long,
 	// minus up to 10% jitter; 0 disables it.
 	MaxStreamAge time.Duration
-	// MaxBufferedBatches and MaxBufferedBytes bound each subscriber's queue.
+	// MaxBufferedBatches and MaxBufferedBytes bound the log of each table with
+	// subscribers: the newest MaxBufferedBatches events, at most MaxBufferedBytes of
+	// commit records (always the newest commit). A subscriber further behind than the log
+	// holds ends with reconnect, reason "slow_consumer".
 	MaxBufferedBatches int
 	MaxBufferedBytes   int64
 	// MaxReplayCommits and MaxReplayRows bound one resume; past them the stream ends with
@@ -80,15 +85,11 @@ type Hub struct {
 	Logger *slog.Logger
 
 	mu       sync.Mutex
-	topics   map[int64]map[*Session]struct{} // live subscribers by table id
+	logs     map[int64]*tableLog // the logs of the tables with subscribers, by table id
 	sessions map[*Session]struct{}
 	perToken map[string]int
 	draining bool
 	drained  chan struct{} // closed when draining and no session is left
-
-	dispatchMu   sync.Mutex
-	dispatchQ    []store.Event
-	dispatchWake chan struct{}
 
 	cursors *store.Cursors
 	replays *replayCache
@@ -97,9 +98,7 @@ type Hub struct {
 	replaying  atomic.Int64
 	replayRead atomic.Int64
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	closed atomic.Bool
 }
 
 var _ store.Publisher = (*Hub)(nil)
@@ -122,8 +121,7 @@ func NewHub(db *store.DB) *Hub {
 	}
 }
 
-// Open starts the dispatcher goroutine. It fails, and starts nothing, when DB is nil or
-// not yet open (store.DB.Open makes the cursor codec the hub encodes with).
+// Open readies the hub for Subscribe and Publish. It fails when DB is nil or not yet open (store.DB.Open makes the cursor codec the hub encodes with).
 func (h *Hub) Open() error {
 	if h.DB == nil || h.DB.Cursors() == nil {
 		return errors.New("stream: Hub.Open: DB is nil or not open")
@@ -148,61 +146,27 @@ func (h *Hub) Open() error {
 	if h.Retry <= 0 {
 		h.Retry = DefaultRetry
 	}
-	h.topics = map[int64]map[*Session]struct{}{}
+	h.logs = map[int64]*tableLog{}
 	h.sessions = map[*Session]struct{}{}
 	h.perToken = map[string]int{}
 	h.drained = make(chan struct{})
-	h.dispatchWake = make(chan struct{}, 1)
-	h.ctx, h.cancel = context.WithCancel(context.Background())
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		h.dispatch()
-	}()
 	return nil
 }
 
-// Close stops the dispatcher. Open sessions get no more commits; Drain them first.
+// Close stops publishing: open sessions get no more commits; Drain them first.
 func (h *Hub) Close() error {
-	if h.cancel != nil {
-		h.cancel()
-		h.wg.Wait()
-	}
+	h.closed.Store(true)
 	return nil
 }
 
-// Publish implements store.Publisher: it queues e for the dispatcher and returns at once.
+// Publish implements store.Publisher. It ends the streams of a revoked token, and appends
+// every other event to the log of its table when the table has subscribers: O(1) in the
+// number of subscribers, who read the log at their own pace. The store calls it from its
+// writer goroutine, in commit order.
 func (h *Hub) Publish(e store.Event) {
-	h.dispatchMu.Lock()
-	h.dispatchQ = append(h.dispatchQ, e)
-	h.dispatchMu.Unlock()
-	select {
-	case h.dispatchWake <- struct{}{}:
-	default:
+	if h.closed.Load() {
+		return
 	}
-}
-
-// dispatch hands each published event to the queues of the subscribers it concerns.
-func (h *Hub) dispatch() {
-	for {
-		select {
-		case <-h.ctx.Done():
-			return
-		case <-h.dispatchWake:
-		}
-		h.dispatchMu.Lock()
-		events := h.dispatchQ
-		h.dispatchQ = nil
-		h.dispatchMu.Unlock()
-		for _, e := range events {
-			h.fanOut(e)
-		}
-	}
-}
-
-// fanOut ends the streams of a revoked token, and queues every other event for the live
-// subscribers of its table.
-func (h *Hub) fanOut(e store.Event) {
 	it := item{event: e}
 	var table int64
 	switch e := e.(type) {
@@ -216,7 +180,6 @@ func (h *Hub) fanOut(e store.Event) {
 		}
 		return
 	case store.CommitEvent:
-		it.commit = newSharedCommit(e, h.cursors)
 		table = e.Position.TableID
 	case store.SchemaEvent:
 		table = e.Position.TableID
@@ -224,10 +187,17 @@ func (h *Hub) fanOut(e store.Event) {
 		table = e.Position.TableID
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	for s := range h.topics[table] {
-		s.push(it, h.MaxBufferedBatches, h.MaxBufferedBytes)
+	log := h.logs[table]
+	h.mu.Unlock()
+	if log == nil {
+		// No subscriber: one that registers later reads a baseline that already counts
+		// this event (the store updates its catalog before publishing).
+		return
 	}
+	if e, ok := e.(store.CommitEvent); ok {
+		it.commit = newSharedCommit(e, h.cursors)
+	}
+	log.append(it)
 }
 
 // SubscribeRequest describes a stream to open. The api has authenticated the token and checked
@@ -242,7 +212,7 @@ type SubscribeRequest struct {
 	Cursor string
 }
 
-// Subscribe registers a subscription's live queue on req.Table, before anything is read, so
+// Subscribe registers a subscription at the head of req.Table's log, before anything is read, so
 // that no commit after the baseline or the replay range can be missed (DESIGN.md, "The
 // stream"). Errors, all before HTTP 200: a CodeNotFound *store.Error for an unknown table,
 // a CodeUnauthorized one for a token revoked or expired since it was authenticated,
@@ -256,7 +226,7 @@ func (h *Hub) Subscribe(req SubscribeRequest) (*Session, error) {
 	defer h.mu.Unlock()
 	// Check the token again under the lock: a revocation applied after the caller
 	// authenticated, and published before this session registered, would otherwise be
-	// missed (the store applies a revocation before publishing it, and fanOut holds mu).
+	// missed (the store applies a revocation before publishing it, and Publish holds mu).
 	if err := h.tokenValid(req.Token.ID); err != nil {
 		return nil, err
 	}
@@ -268,15 +238,15 @@ func (h *Hub) Subscribe(req SubscribeRequest) (*Session, error) {
 	case h.MaxStreamsPerToken > 0 && h.perToken[req.Token.ID] >= h.MaxStreamsPerToken:
 		return nil, ErrTokenStreams
 	}
-	s := newSession(h, req, info)
+	log := h.logs[info.ID]
+	if log == nil {
+		log = newTableLog(h.MaxBufferedBatches, h.MaxBufferedBytes)
+		h.logs[info.ID] = log
+	}
+	log.sessions++
+	s := newSession(h, req, info, log)
 	h.sessions[s] = struct{}{}
 	h.perToken[req.Token.ID]++
-	subs := h.topics[info.ID]
-	if subs == nil {
-		subs = map[*Session]struct{}{}
-		h.topics[info.ID] = subs
-	}
-	subs[s] = struct{}{}
 	return s, nil
 }
 
@@ -300,11 +270,8 @@ func (h *Hub) remove(s *Session) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.sessions, s)
-	if subs := h.topics[s.tableID]; subs != nil {
-		delete(subs, s)
-		if len(subs) == 0 {
-			delete(h.topics, s.tableID)
-		}
+	if s.log.sessions--; s.log.sessions == 0 && h.logs[s.tableID] == s.log {
+		delete(h.logs, s.tableID)
 	}
 	if h.perToken[s.token.ID]--; h.perToken[s.token.ID] <= 0 {
 		delete(h.perToken, s.token.ID)
@@ -336,6 +303,37 @@ func (h *Hub) ReplayStats() ReplayStats {
 		return ReplayStats{}
 	}
 	return ReplayStats{Active: h.replaying.Load(), Bytes: h.replays.bytes(), Read: h.replayRead.Load()}
+}
+
+// LogStats is a point-in-time view of the tables' logs and of how far behind their
+// sessions read, for metrics.
+type LogStats struct {
+	// Bytes is the commit record bytes the logs hold, at most MaxBufferedBytes per table
+	// with subscribers.
+	Bytes int64
+	// MaxLag is the most events any live session has yet to take from its table's log; a
+	// session more than MaxBufferedBatches behind is evicted (reconnect slow_consumer).
+	MaxLag int64
+}
+
+// LogStats returns the current LogStats, visiting every session: for scrapes, not for a
+// hot path.
+func (h *Hub) LogStats() LogStats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var st LogStats
+	heads := make(map[*tableLog]int64, len(h.logs))
+	for _, l := range h.logs {
+		head, bytes := l.state()
+		heads[l] = head
+		st.Bytes += bytes
+	}
+	for s := range h.sessions {
+		if head, ok := heads[s.log]; ok {
+			st.MaxLag = max(st.MaxLag, head-s.next.Load())
+		}
+	}
+	return st
 }
 
 // Streams returns the number of open sessions.
