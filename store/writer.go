@@ -32,6 +32,10 @@ type writer struct {
 	checkpoints checkpointState
 	// database is the catalog name DuckDB gives the database file.
 	database string
+	// commitLog holds the prepared commit-log INSERT for each number of rows it has
+	// written at once (at most MaxGroupCommits statements): parsing and planning the
+	// statement cost more than running it.
+	commitLog map[int]*sql.Stmt
 }
 
 // op is one queued write: an append (batch != nil) or a catalog change (ddl != nil).
@@ -91,7 +95,7 @@ func newWriter(ctx context.Context, db *DB) (*writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open writer connection: %w", err)
 	}
-	w := &writer{db: db, conn: conn, ops: make(chan *op, 1024), stopped: make(chan struct{})}
+	w := &writer{db: db, conn: conn, ops: make(chan *op, 1024), stopped: make(chan struct{}), commitLog: map[int]*sql.Stmt{}}
 	if err := conn.QueryRowContext(ctx, "SELECT current_database()").Scan(&w.database); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("open writer connection: %w", err)
@@ -110,7 +114,12 @@ func newWriter(ctx context.Context, db *DB) (*writer, error) {
 // neither. User SQL cannot name it: the sandbox reads only schema main of the file.
 const scratchCatalog = ReservedPrefix + "_scratch"
 
-func (w *writer) close() error { return w.conn.Close() }
+func (w *writer) close() error {
+	for _, st := range w.commitLog {
+		st.Close()
+	}
+	return w.conn.Close()
+}
 
 // submit queues o and waits for its result. If ctx ends while o is queued or running,
 // submit returns ctx's error; o may still commit.
@@ -326,7 +335,7 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 	if err := w.insertRows(ctx, tx); err != nil {
 		return err
 	}
-	if err := w.insertCommitLog(ctx, tx, plans); err != nil {
+	if err := w.insertCommitLog(ctx, plans); err != nil {
 		return err
 	}
 	// The heads are not written to the catalog: they are the commit log's seqs (see
@@ -533,17 +542,16 @@ func withSeq(rec arrow.RecordBatch, seq int64, s *Schema) arrow.RecordBatch {
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n))
 }
 
-func (w *writer) insertCommitLog(ctx context.Context, tx *writeTx, plans []appendPlan) error {
-	var sb strings.Builder
+// insertCommitLog writes one commit-log row per commit among plans, with one prepared
+// statement for all of them.
+func (w *writer) insertCommitLog(ctx context.Context, plans []appendPlan) error {
 	var args []any
+	n := 0
 	for _, p := range plans {
 		if p.err != nil || p.commit.Duplicate {
 			continue
 		}
-		if len(args) > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString("(?, ?::UUID, ?, ?, ?, ?, ?, ?, ?)")
+		n++
 		var key, hash any
 		if p.op.batch.IdempotencyKey != "" {
 			key, hash = p.op.batch.IdempotencyKey, p.op.batch.RequestHash
@@ -552,10 +560,22 @@ func (w *writer) insertCommitLog(ctx context.Context, tx *writeTx, plans []appen
 		args = append(args, c.Position.TableID, c.Position.Activation.String(), c.Position.Seq,
 			c.SchemaVersion, c.Rows, c.Bytes, c.CommittedAt, key, hash)
 	}
-	if len(args) == 0 {
+	if n == 0 {
 		return nil
 	}
-	return tx.exec(ctx, "INSERT INTO ducktail_catalog.commits VALUES "+sb.String(), args...)
+	st := w.commitLog[n]
+	if st == nil {
+		var err error
+		query := "INSERT INTO ducktail_catalog.commits VALUES (?, ?::UUID, ?, ?, ?, ?, ?, ?, ?)" + strings.Repeat(", (?, ?::UUID, ?, ?, ?, ?, ?, ?, ?)", n-1)
+		if st, err = w.conn.PrepareContext(ctx, query); err != nil {
+			return fmt.Errorf("prepare the commit-log insert: %w", err)
+		}
+		w.commitLog[n] = st
+	}
+	if _, err := st.ExecContext(ctx, args...); err != nil {
+		return fmt.Errorf("insert into the commit log: %w", err)
+	}
+	return nil
 }
 
 func (w *writer) begin(ctx context.Context) error {
