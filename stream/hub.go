@@ -98,7 +98,17 @@ type Hub struct {
 	replaying  atomic.Int64
 	replayRead atomic.Int64
 
+	// wakeQ holds the logs whose waiting sessions the waker goroutine is to wake, each
+	// at most once (tableLog.wakeQueued): waking a thousand sessions is not the writer
+	// goroutine's work, and the goroutines it would wake would run before the ingest
+	// requests it answers.
+	wakeMu sync.Mutex
+	wakeQ  []*tableLog
+	wakeUp chan struct{}
+
 	closed atomic.Bool
+	stop   chan struct{}
+	wg     sync.WaitGroup
 }
 
 var _ store.Publisher = (*Hub)(nil)
@@ -121,7 +131,8 @@ func NewHub(db *store.DB) *Hub {
 	}
 }
 
-// Open readies the hub for Subscribe and Publish. It fails when DB is nil or not yet open (store.DB.Open makes the cursor codec the hub encodes with).
+// Open starts the goroutine that wakes waiting sessions. It fails, and starts nothing, when
+// DB is nil or not yet open (store.DB.Open makes the cursor codec the hub encodes with).
 func (h *Hub) Open() error {
 	if h.DB == nil || h.DB.Cursors() == nil {
 		return errors.New("stream: Hub.Open: DB is nil or not open")
@@ -147,6 +158,13 @@ func (h *Hub) Open() error {
 		h.Retry = DefaultRetry
 	}
 	h.logs = map[int64]*tableLog{}
+	h.wakeUp = make(chan struct{}, 1)
+	h.stop = make(chan struct{})
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		h.waker()
+	}()
 	h.sessions = map[*Session]struct{}{}
 	h.perToken = map[string]int{}
 	h.drained = make(chan struct{})
@@ -155,8 +173,31 @@ func (h *Hub) Open() error {
 
 // Close stops publishing: open sessions get no more commits; Drain them first.
 func (h *Hub) Close() error {
-	h.closed.Store(true)
+	if h.stop != nil && !h.closed.Swap(true) {
+		close(h.stop)
+		h.wg.Wait()
+	}
 	return nil
+}
+
+// waker wakes the sessions waiting on the logs Publish queued, until Close.
+func (h *Hub) waker() {
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-h.wakeUp:
+		}
+		h.wakeMu.Lock()
+		logs := h.wakeQ
+		h.wakeQ = nil
+		h.wakeMu.Unlock()
+		for _, l := range logs {
+			// Cleared first: an append after this queues the log again.
+			l.wakeQueued.Store(false)
+			l.wake()
+		}
+	}
 }
 
 // Publish implements store.Publisher. It ends the streams of a revoked token, and appends
@@ -197,7 +238,15 @@ func (h *Hub) Publish(e store.Event) {
 	if e, ok := e.(store.CommitEvent); ok {
 		it.commit = newSharedCommit(e, h.cursors)
 	}
-	log.append(it)
+	if log.append(it) && !log.wakeQueued.Swap(true) {
+		h.wakeMu.Lock()
+		h.wakeQ = append(h.wakeQ, log)
+		h.wakeMu.Unlock()
+		select {
+		case h.wakeUp <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // SubscribeRequest describes a stream to open. The api has authenticated the token and checked

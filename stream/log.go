@@ -26,9 +26,11 @@ type tableLog struct {
 	slots []atomic.Pointer[logEntry] // index i is slots[i%len(slots)]
 	head  atomic.Int64               // index the next appended item gets
 	first atomic.Int64               // index of the oldest item held
-	// notify, when a session waits, is closed at the next append (made on demand, so an
-	// append with no one waiting allocates nothing).
-	notify atomic.Pointer[chan struct{}]
+	// notify, when a session waits, is closed after the next append (made on demand, so
+	// an append with no one waiting allocates nothing); wakeQueued is set while the hub's
+	// waker has this log to wake.
+	notify     atomic.Pointer[chan struct{}]
+	wakeQueued atomic.Bool
 
 	mu       sync.Mutex // serializes append
 	bytes    int64      // commit record bytes of the items held; guarded by mu
@@ -56,9 +58,9 @@ func (it item) size() int64 {
 
 func (l *tableLog) slot(i int64) *atomic.Pointer[logEntry] { return &l.slots[i%int64(len(l.slots))] }
 
-// append adds it as the newest item, first dropping the oldest items past either bound,
-// and wakes the sessions waiting for it.
-func (l *tableLog) append(it item) {
+// append adds it as the newest item, first dropping the oldest items past either bound.
+// It returns true when sessions wait for it: the caller then has wake called.
+func (l *tableLog) append(it item) (waiting bool) {
 	size := it.size()
 	l.mu.Lock()
 	head, first := l.head.Load(), l.first.Load()
@@ -73,6 +75,11 @@ func (l *tableLog) append(it item) {
 	l.bytes += size
 	l.head.Store(head + 1)
 	l.mu.Unlock()
+	return l.notify.Load() != nil
+}
+
+// wake wakes the sessions waiting for the next append.
+func (l *tableLog) wake() {
 	if ch := l.notify.Swap(nil); ch != nil {
 		close(*ch)
 	}
@@ -80,7 +87,7 @@ func (l *tableLog) append(it item) {
 
 // read appends to dst the items from index from on, at most logReadBatch of them. lagging
 // is true when the item at from is no longer held: the log dropped it before this reader
-// took it. When there is nothing at from yet, wait is a channel closed at the next append.
+// took it. When there is nothing at from yet, wait is a channel closed after the next append.
 func (l *tableLog) read(from int64, dst []item) (items []item, lagging bool, wait <-chan struct{}) {
 	head := l.head.Load()
 	if from >= head {
