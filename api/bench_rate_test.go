@@ -91,6 +91,7 @@ type loadResult struct {
 	latency   []time.Duration // of each acknowledged commit
 	delivered int64           // batch events all subscribers received
 	evicted   int             // subscribers told to reconnect
+	bytes     int64           // bytes all subscribers read
 	arrivals  map[int64][]int64
 }
 
@@ -106,6 +107,7 @@ func (l *loadRun) run(b *testing.B) loadResult {
 			r.latency = append(r.latency, time.Duration(n(1)))
 		case "sub":
 			r.delivered += n(1)
+			r.bytes += n(3)
 			switch f[2] {
 			case "evicted":
 				r.evicted++
@@ -127,9 +129,9 @@ func (l *loadRun) run(b *testing.B) loadResult {
 // opens the subscribers, prints READY, waits for GO, then posts the commits from the
 // publishers while the subscribers read until the last commit or a reconnect event (the
 // stalled ones only once the last commit is acknowledged). It
-// prints "lat <ns>" per commit, "sub <batches> kept|evicted" per subscriber, "arr <seq>
-// <Unix ns>" for every 16th batch of each subscriber that was neither stalled nor evicted,
-// and END.
+// prints "lat <ns>" per commit, "sub <batches> kept|evicted|short <bytes read>" per
+// subscriber, "arr <seq> <Unix ns>" for every 16th batch of each subscriber that was
+// neither stalled nor evicted, and END.
 func TestLoadChild(t *testing.T) {
 	parts := childSpec(t, loadEnv, "BenchmarkCommitRate")
 	addr, token := parts[0], parts[1]
@@ -159,7 +161,7 @@ func TestLoadChild(t *testing.T) {
 			if i < stalled {
 				<-published
 			}
-			got, evicted := s.readUntil(int64(commits))
+			got, evicted, read := s.readUntil(int64(commits))
 			mu.Lock()
 			defer mu.Unlock()
 			state := "kept"
@@ -169,7 +171,7 @@ func TestLoadChild(t *testing.T) {
 			case len(got) < commits:
 				state = "short" // the stream ended without a terminal event
 			}
-			fmt.Fprintf(w, "sub %d %s\n", len(got), state)
+			fmt.Fprintf(w, "sub %d %s %d\n", len(got), state, read)
 			if state != "kept" || i < stalled {
 				return // the latency of the subscribers that kept up reading
 			}
@@ -218,22 +220,23 @@ func TestLoadChild(t *testing.T) {
 }
 
 // readUntil reads batch events until the one of seq last, a reconnect event or the end of
-// the connection, returning the arrival time (Unix ns) of each batch and whether the
-// server told the stream to reconnect.
-func (s *benchSubscriber) readUntil(last int64) (arrivals []int64, evicted bool) {
+// the connection, returning the arrival time (Unix ns) of each batch, whether the server
+// told the stream to reconnect, and the bytes read.
+func (s *benchSubscriber) readUntil(last int64) (arrivals []int64, evicted bool, read int64) {
 	for int64(len(arrivals)) < last {
 		line, err := s.r.ReadSlice('\n')
+		read += int64(len(line))
 		if err != nil && err != bufio.ErrBufferFull {
-			return arrivals, false
+			return arrivals, false, read
 		}
 		switch {
 		case bytes.HasPrefix(line, []byte("event: batch")):
 			arrivals = append(arrivals, time.Now().UnixNano())
 		case bytes.HasPrefix(line, []byte("event: reconnect")):
-			return arrivals, true
+			return arrivals, true, read
 		}
 	}
-	return arrivals, false
+	return arrivals, false, read
 }
 
 // BenchmarkCommitRate measures 1-row JSON commits acknowledged per second from 1 and from
@@ -399,6 +402,7 @@ func BenchmarkSaturation(b *testing.B) {
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "commits/s")
 			b.ReportMetric(float64(cpu.Microseconds())/deliveries, "cpu-us/delivery")
 			b.ReportMetric(float64((cpu-ingestCPU).Microseconds())/deliveries, "fanout-cpu-us/delivery")
+			b.ReportMetric(float64(r.bytes)/deliveries, "B/delivery")
 			b.ReportMetric(rssBefore, "rss-before-MiB")
 			b.ReportMetric(rssAfter, "rss-after-MiB")
 			b.ReportMetric(float64(r.evicted), "evicted")
