@@ -84,7 +84,7 @@ cat <<'METHOD'
   subscriber; RSS of the server process before and after; evicted = subscribers told to
   reconnect; p50/p99 from the commit to the arrival of every 16th batch event of each
   subscriber that kept up.
-- **`BenchmarkSaturation/overload`**: the same with 100-row commits (about 11 KB frames)
+- **`BenchmarkSaturation/overload`**: the same with at least 3,000 100-row commits (about 11 KB frames)
   and 1,000 subscribers, 100 of which read nothing until the last commit is acknowledged,
   more than the sockets hold: they fall out of the table's live log and, once they read
   again, get `reconnect` `slow_consumer` (evicted); every other subscriber gets every
