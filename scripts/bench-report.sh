@@ -75,7 +75,10 @@ cat <<'METHOD'
   In the same run, duckdb-inserts/s is the same row inserted as many times by as many
   goroutines as autocommit `INSERT`s (one prepared statement) into a table of a new
   in-process DuckDB file: what one would do without ducktail; ratio = ducktail ÷ DuckDB.
-  The `threads=1` case runs the server's DuckDB with one thread (`--threads 1`).
+  The `threads=1` case runs the server's DuckDB with one thread (`--threads 1`): with
+  two threads on this 2-core machine, `perf` shows a quarter of the server's cycles in
+  DuckDB threads spinning on a mutex around each small statement's tasks; with one, the
+  CPU per commit about halves.
 - **`BenchmarkSaturation/subscribers={100,1000}`**: 8 clients in a child process post
   1-row JSON commits as fast as they are acknowledged while that many SSE subscribers (in
   the same child process) read every `batch` event. deliveries/s and commits/s over the
@@ -84,11 +87,11 @@ cat <<'METHOD'
   subscriber; RSS of the server process before and after; evicted = subscribers told to
   reconnect; p50/p99 from the commit to the arrival of every 16th batch event of each
   subscriber that kept up.
-- **`BenchmarkSaturation/overload`**: the same with at least 3,000 100-row commits (about 11 KB frames)
-  and 1,000 subscribers, 100 of which read nothing until the last commit is acknowledged,
-  more than the sockets hold: they fall out of the table's live log and, once they read
-  again, get `reconnect` `slow_consumer` (evicted); every other subscriber gets every
-  commit. Memory is bounded by the live log (`--max-buffered-batches`,
+- **`BenchmarkSaturation/overload`**: the same with at least 3,000 100-row commits
+  (about 11 KB frames) and 1,000 subscribers, 100 of which read nothing until the last
+  commit is acknowledged, more than the sockets hold: they fall out of the table's live
+  log and, once they read again, get `reconnect` `slow_consumer` (evicted); every other
+  subscriber gets every commit. Memory is bounded by the live log (`--max-buffered-batches`,
   `--max-buffered-bytes` per table with subscribers), whatever the number of subscribers.
 - **`BenchmarkIdleSubscriberHeap`**: 10,000 idle SSE streams opened by a child process
   (so that client memory is not counted); heap-B/subscriber = growth of the server's

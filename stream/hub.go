@@ -160,14 +160,14 @@ func (h *Hub) Open() error {
 	h.logs = map[int64]*tableLog{}
 	h.wakeUp = make(chan struct{}, 1)
 	h.stop = make(chan struct{})
+	h.sessions = map[*Session]struct{}{}
+	h.perToken = map[string]int{}
+	h.drained = make(chan struct{})
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
 		h.waker()
 	}()
-	h.sessions = map[*Session]struct{}{}
-	h.perToken = map[string]int{}
-	h.drained = make(chan struct{})
 	return nil
 }
 

@@ -51,9 +51,10 @@ type Session struct {
 	logWait       <-chan struct{} // closed when the log has the item at next
 }
 
-// newSession returns a session reading log from its current head on; Subscribe calls it
-// under Hub.mu, so that Publish, which looks the log up under Hub.mu too, appends every
-// later event after that index.
+// newSession returns a session reading log from its current head on. Every event
+// appended after that is read; one appended before was applied to the store's catalog
+// before it was published, so the baseline or replay range the session reads next
+// already covers it (start).
 func newSession(h *Hub, req SubscribeRequest, info store.TableInfo, log *tableLog) *Session {
 	s := &Session{
 		hub: h, table: info.Name, tableID: info.ID, token: req.Token,
@@ -221,8 +222,8 @@ func (s *Session) lifetimePassed(now time.Time) (due, bool) {
 	return what, ok && !now.Before(at)
 }
 
-// wait blocks until the log has the next item, the session is ended, a deadline passes (adding a heartbeat or a
-// terminal frame to out) or ctx ends.
+// wait blocks until the log has the next item, the session is ended, a deadline passes
+// (adding a heartbeat or a terminal frame to out) or ctx ends.
 func (s *Session) wait(ctx context.Context) error {
 	at, what := time.Now().Add(s.hub.HeartbeatInterval), dueHeartbeat
 	if limit, w, ok := s.nextLifetime(); ok && limit.Before(at) {
