@@ -92,6 +92,9 @@ func newMetrics(reg *prometheus.Registry, db *store.DB, hub *stream.Hub) *metric
 	for _, c := range replayCollectors(hub) {
 		f(c)
 	}
+	for _, c := range logCollectors(hub) {
+		f(c)
+	}
 	return m
 }
 
@@ -107,6 +110,19 @@ func replayCollectors(hub *stream.Hub) []prometheus.Collector {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "ducktail_stream_replay_read_commits_total",
 			Help: "Commits replay read from the tables: once per commit for all the streams replaying it at about the same time."},
 			func() float64 { return float64(hub.ReplayStats().Read) }),
+	}
+}
+
+// logCollectors read the tables' live logs at each scrape (stream.Hub.LogStats): what they
+// hold and how far behind the slowest live stream reads.
+func logCollectors(hub *stream.Hub) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ducktail_stream_log_bytes",
+			Help: "Bytes of commits the live logs of tables with subscribers hold (at most --max-buffered-bytes per table)."},
+			func() float64 { return float64(hub.LogStats().Bytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ducktail_stream_max_lag_events",
+			Help: "Events the slowest live stream has yet to take from its table's log; past --max-buffered-batches it gets reconnect slow_consumer."},
+			func() float64 { return float64(hub.LogStats().MaxLag) }),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ducktail/ducktail/store"
@@ -106,7 +107,6 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 		return
 	}
 	ctx := r.Context()
-	var buf []byte
 	var replayed int
 	if cursor != "" {
 		defer func() { s.metrics.replayCommits.Observe(float64(replayed)) }()
@@ -119,24 +119,30 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 			}
 			return
 		}
-		// Small frames that are ready together go out in one write; a large frame goes
-		// out as it is, the bytes shared with the other subscribers.
+		// Small frames that are ready together go out in one write, joined in a buffer
+		// borrowed for that write only; a large frame goes out as it is, the bytes shared
+		// with the other subscribers.
 		out, frames := f.Bytes, []stream.Frame{f}
+		var buf *[]byte
 		if sess.Buffered() && !f.Terminal && len(f.Bytes) < maxCoalescedWrite {
-			buf = append(buf[:0], f.Bytes...)
-			for sess.Buffered() && len(buf) < maxCoalescedWrite && !f.Terminal {
+			buf = coalesceBuffers.Get().(*[]byte)
+			*buf = append((*buf)[:0], f.Bytes...)
+			for sess.Buffered() && len(*buf) < maxCoalescedWrite && !f.Terminal {
 				if f, err = sess.Next(ctx); err != nil {
 					break
 				}
-				buf = append(buf, f.Bytes...)
+				*buf = append(*buf, f.Bytes...)
 				frames = append(frames, f)
 			}
-			out = buf
+			out = *buf
 		}
 		wd.extend()
 		_, err = w.Write(out)
 		if err == nil {
 			err = rc.Flush()
+		}
+		if buf != nil && cap(*buf) <= 2*maxCoalescedWrite {
+			coalesceBuffers.Put(buf)
 		}
 		for _, f := range frames {
 			s.metrics.observeFrame(f, len(f.Bytes))
@@ -147,14 +153,17 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 		if err != nil || frames[len(frames)-1].Terminal {
 			return
 		}
-		if cap(buf) > 2*maxCoalescedWrite {
-			buf = nil
-		}
 	}
 }
 
-// maxCoalescedWrite bounds the bytes of frames joined into one write.
-const maxCoalescedWrite = 256 << 10
+// maxCoalescedWrite bounds the bytes of frames joined into one write: with small frames
+// one write carries dozens, and a stream whose write blocks holds at most about this much
+// besides the shared frames.
+const maxCoalescedWrite = 64 << 10
+
+// coalesceBuffers holds the buffers frames are joined in, shared by every stream: a
+// stream holds one only while it writes, so idle streams hold none.
+var coalesceBuffers = sync.Pool{New: func() any { b := make([]byte, 0, maxCoalescedWrite); return &b }}
 
 // writeDeadline keeps a stream's write deadline StreamWriteTimeout ahead, replacing the
 // server-wide WriteTimeout for this response: a consumer that cannot take a frame for that

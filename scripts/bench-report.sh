@@ -68,6 +68,31 @@ cat <<'METHOD'
 - **`BenchmarkDeliveries`**: 1,000 subscribers while four clients ingest 100-row commits
   back to back; deliveries/s = batch events received by all subscribers ÷ wall time.
   Frames that queue up for a subscriber leave in one write.
+- **`BenchmarkCommitRate/clients={1,64}`**: 1-row JSON commits (one flights row) from 1
+  and from 64 concurrent clients in a child process, so that the server's CPU time is its
+  process's own (`getrusage`); each request is its own commit, seq and `batch` event.
+  commits/s, p50/p99 of each request's latency, cpu-us/commit = server CPU ÷ commits.
+  In the same run, duckdb-inserts/s is the same row inserted as many times by as many
+  goroutines as autocommit `INSERT`s (one prepared statement) into a table of a new
+  in-process DuckDB file: what one would do without ducktail; ratio = ducktail ÷ DuckDB.
+  The `threads=1` case runs the server's DuckDB with one thread (`--threads 1`): with
+  two threads on this 2-core machine, `perf` shows a quarter of the server's cycles in
+  DuckDB threads spinning on a mutex around each small statement's tasks; with one, the
+  CPU per commit about halves.
+- **`BenchmarkSaturation/subscribers={100,1000}`**: 8 clients in a child process post
+  1-row JSON commits as fast as they are acknowledged while that many SSE subscribers (in
+  the same child process) read every `batch` event. deliveries/s and commits/s over the
+  run; cpu-us/delivery = all the server's CPU (ingest included) ÷ deliveries;
+  fanout-cpu-us/delivery subtracts the CPU of the same commits posted afterwards with no
+  subscriber; RSS of the server process before and after; evicted = subscribers told to
+  reconnect; p50/p99 from the commit to the arrival of every 16th batch event of each
+  subscriber that kept up.
+- **`BenchmarkSaturation/overload`**: the same with at least 3,000 100-row commits
+  (about 11 KB frames) and 1,000 subscribers, 100 of which read nothing until the last
+  commit is acknowledged, more than the sockets hold: they fall out of the table's live
+  log and, once they read again, get `reconnect` `slow_consumer` (evicted); every other
+  subscriber gets every commit. Memory is bounded by the live log (`--max-buffered-batches`,
+  `--max-buffered-bytes` per table with subscribers), whatever the number of subscribers.
 - **`BenchmarkIdleSubscriberHeap`**: 10,000 idle SSE streams opened by a child process
   (so that client memory is not counted); heap-B/subscriber = growth of the server's
   `HeapAlloc` after GC ÷ 10,000; stack-B/subscriber is the goroutine stacks, reported
@@ -92,5 +117,8 @@ cat <<'METHOD'
 Targets (issues): Arrow HTTP ÷ in-process ≥ 0.6; CSV and JSON ≥ 300,000 rows/s; p99
 under 10 ms at 1,000 subscribers; ≥ 100,000 deliveries/s; under 32 KiB per idle
 subscriber; replay ≥ 1,000,000 rows/s; ingest p99 under 50 ms during a replay storm;
-restart after kill -9 under 2 s.
+restart after kill -9 under 2 s. Issue 13: ≥ 10,000 commits/s from 64 clients of
+1-row commits, ≤ 0.5 ms of server CPU per commit, single-client p50 ≤ 1.5 ms; at 100
+subscribers under saturation ≥ 170,000 deliveries/s and ≤ 5 µs of server CPU per
+delivery; under overload, RSS bounded and every subscriber either keeping up or told.
 METHOD

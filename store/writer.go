@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -16,7 +15,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/duckdb/duckdb-go/v2"
-	"github.com/google/uuid"
 )
 
 // writer is the store's single writing goroutine. Every change to the database goes
@@ -32,6 +30,10 @@ type writer struct {
 	checkpoints checkpointState
 	// database is the catalog name DuckDB gives the database file.
 	database string
+	// commitLog holds the prepared commit-log INSERT for each number of rows it has
+	// written at once (at most MaxGroupCommits statements): parsing and planning the
+	// statement cost more than running it.
+	commitLog map[int]*sql.Stmt
 }
 
 // op is one queued write: an append (batch != nil) or a catalog change (ddl != nil).
@@ -91,7 +93,7 @@ func newWriter(ctx context.Context, db *DB) (*writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open writer connection: %w", err)
 	}
-	w := &writer{db: db, conn: conn, ops: make(chan *op, 1024), stopped: make(chan struct{})}
+	w := &writer{db: db, conn: conn, ops: make(chan *op, 1024), stopped: make(chan struct{}), commitLog: map[int]*sql.Stmt{}}
 	if err := conn.QueryRowContext(ctx, "SELECT current_database()").Scan(&w.database); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("open writer connection: %w", err)
@@ -110,7 +112,12 @@ func newWriter(ctx context.Context, db *DB) (*writer, error) {
 // neither. User SQL cannot name it: the sandbox reads only schema main of the file.
 const scratchCatalog = ReservedPrefix + "_scratch"
 
-func (w *writer) close() error { return w.conn.Close() }
+func (w *writer) close() error {
+	for _, st := range w.commitLog {
+		st.Close()
+	}
+	return w.conn.Close()
+}
 
 // submit queues o and waits for its result. If ctx ends while o is queued or running,
 // submit returns ctx's error; o may still commit.
@@ -326,7 +333,7 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 	if err := w.insertRows(ctx, tx); err != nil {
 		return err
 	}
-	if err := w.insertCommitLog(ctx, tx, plans); err != nil {
+	if err := w.insertCommitLog(ctx, plans); err != nil {
 		return err
 	}
 	// The heads are not written to the catalog: they are the commit log's seqs (see
@@ -356,95 +363,6 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 	}
 	w.noteCommitted(committed)
 	return nil
-}
-
-// duplicateOf answers an idempotent retry with the first commit, or a conflict when the
-// retry's body differs from the first request's.
-func duplicateOf(first Commit, firstHash []byte, b *Batch) (Commit, error) {
-	if len(firstHash) > 0 && len(b.RequestHash) > 0 && !bytes.Equal(firstHash, b.RequestHash) {
-		return Commit{}, &Error{Code: CodeConflict, Field: "Idempotency-Key",
-			Message: "Idempotency-Key " + quoteForMessage(b.IdempotencyKey) + " was already used with a different request body"}
-	}
-	first.Duplicate = true
-	return first, nil
-}
-
-type idempotentCommit struct {
-	commit Commit
-	hash   []byte
-}
-
-// lookupIdempotent finds the earlier commits of the keyed appends among plans, with one
-// query per table (the commit log is scanned, so one scan serves a whole group), keyed
-// by table id and Idempotency-Key as commitAppends keys them.
-func (w *writer) lookupIdempotent(ctx context.Context, plans []appendPlan) (map[string]idempotentCommit, error) {
-	keys := map[*table][]string{}
-	for _, p := range plans {
-		if p.t != nil && p.op.batch.IdempotencyKey != "" {
-			keys[p.t] = append(keys[p.t], p.op.batch.IdempotencyKey)
-		}
-	}
-	found := map[string]idempotentCommit{}
-	for t, ks := range keys {
-		if err := lookupIdempotent(ctx, w.conn, t.id, t.name, ks, func(key string, c idempotentCommit) {
-			found[fmt.Sprintf("%d\x00%s", t.id, key)] = c
-		}); err != nil {
-			return nil, err
-		}
-	}
-	return found, nil
-}
-
-// lookupIdempotent calls fn with each of keys that names a commit in table tableID.
-func lookupIdempotent(ctx context.Context, conn *sql.Conn, tableID int64, tableName string, keys []string, fn func(key string, c idempotentCommit)) error {
-	args := []any{tableID}
-	for _, k := range keys {
-		args = append(args, k)
-	}
-	rows, err := conn.QueryContext(ctx, `
-		SELECT idempotency_key, activation::VARCHAR, seq, schema_version, rows, bytes, committed_at, request_hash
-		FROM ducktail_catalog.commits WHERE table_id = ? AND idempotency_key IN (?`+strings.Repeat(", ?", len(keys)-1)+`)`, args...)
-	if err != nil {
-		return fmt.Errorf("idempotency lookup: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var key, act string
-		var r idempotentCommit
-		if err := rows.Scan(&key, &act, &r.commit.Position.Seq, &r.commit.SchemaVersion, &r.commit.Rows, &r.commit.Bytes, &r.commit.CommittedAt, &r.hash); err != nil {
-			return fmt.Errorf("idempotency lookup: %w", err)
-		}
-		r.commit.Position.TableID = tableID
-		if r.commit.Position.Activation, err = uuid.Parse(act); err != nil {
-			return err
-		}
-		r.commit.TableName = tableName
-		fn(key, r)
-	}
-	return rows.Err()
-}
-
-// IdempotentCommit returns the commit that an earlier request with Idempotency-Key key
-// made in table, if any: the answer to a retry, found before the retry's body is even
-// decoded (its columns may have changed since). requestHash is compared with the first
-// request's: a different body under the same key is a CodeConflict *Error. found is
-// false when the table or the key is unknown. Append checks keys again, under the
-// writer, for retries that race their first request.
-func (db *DB) IdempotentCommit(ctx context.Context, table, key string, requestHash []byte) (c Commit, found bool, err error) {
-	info, err := db.Table(table)
-	if err != nil {
-		return Commit{}, false, nil
-	}
-	err = db.Read(ctx, func(tx *ReadTx) error {
-		var first *idempotentCommit
-		if err := lookupIdempotent(ctx, tx.conn, info.ID, info.Name, []string{key}, func(_ string, r idempotentCommit) { first = &r }); err != nil || first == nil {
-			return err
-		}
-		found = true
-		c, err = duplicateOf(first.commit, first.hash, &Batch{IdempotencyKey: key, RequestHash: requestHash})
-		return err
-	})
-	return c, found, err
 }
 
 // stageRows registers the rows of t's commits among plans (each batch prefixed with a
@@ -533,17 +451,16 @@ func withSeq(rec arrow.RecordBatch, seq int64, s *Schema) arrow.RecordBatch {
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n))
 }
 
-func (w *writer) insertCommitLog(ctx context.Context, tx *writeTx, plans []appendPlan) error {
-	var sb strings.Builder
+// insertCommitLog writes one commit-log row per commit among plans, with one prepared
+// statement for all of them.
+func (w *writer) insertCommitLog(ctx context.Context, plans []appendPlan) error {
 	var args []any
+	n := 0
 	for _, p := range plans {
 		if p.err != nil || p.commit.Duplicate {
 			continue
 		}
-		if len(args) > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString("(?, ?::UUID, ?, ?, ?, ?, ?, ?, ?)")
+		n++
 		var key, hash any
 		if p.op.batch.IdempotencyKey != "" {
 			key, hash = p.op.batch.IdempotencyKey, p.op.batch.RequestHash
@@ -555,10 +472,22 @@ func (w *writer) insertCommitLog(ctx context.Context, tx *writeTx, plans []appen
 		args = append(args, c.Position.TableID, c.Position.Activation.String(), c.Position.Seq,
 			c.SchemaVersion, c.Rows, max(c.Bytes, RecordBytes(p.op.batch.Record)), c.CommittedAt, key, hash)
 	}
-	if len(args) == 0 {
+	if n == 0 {
 		return nil
 	}
-	return tx.exec(ctx, "INSERT INTO ducktail_catalog.commits VALUES "+sb.String(), args...)
+	st := w.commitLog[n]
+	if st == nil {
+		var err error
+		query := "INSERT INTO ducktail_catalog.commits VALUES (?, ?::UUID, ?, ?, ?, ?, ?, ?, ?)" + strings.Repeat(", (?, ?::UUID, ?, ?, ?, ?, ?, ?, ?)", n-1)
+		if st, err = w.conn.PrepareContext(ctx, query); err != nil {
+			return fmt.Errorf("prepare the commit-log insert: %w", err)
+		}
+		w.commitLog[n] = st
+	}
+	if _, err := st.ExecContext(ctx, args...); err != nil {
+		return fmt.Errorf("insert into the commit log: %w", err)
+	}
+	return nil
 }
 
 func (w *writer) begin(ctx context.Context) error {

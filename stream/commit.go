@@ -18,7 +18,7 @@ type CommitMeta struct {
 	Replayed bool
 }
 
-// item is one entry of a subscriber's queue: a store event, with the shared encodings of
+// item is one entry of a table's log (log.go): a store event, with the shared encodings of
 // a store.CommitEvent in commit.
 type item struct {
 	event  store.Event
@@ -31,7 +31,7 @@ type item struct {
 type sharedCommit struct {
 	event store.CommitEvent
 	codec *store.Cursors
-	// size approximates the commit's memory for queue accounting: the record's buffers.
+	// size approximates the commit's memory for the log's accounting: the record's buffers.
 	size int64
 
 	cursorOnce sync.Once

@@ -1,4 +1,4 @@
-// Package stream is ducktail's in-memory stream hub: subscriptions with bounded queues,
+// Package stream is ducktail's in-memory stream hub: subscriptions reading bounded per-table logs,
 // replay from the table, framing as Server-Sent Events, NDJSON or JSON
 // text sequences, heartbeats, terminal events and the drain on shutdown (docs/design.md, "The
 // stream" and "The cursor"). It imports no net/http: the api

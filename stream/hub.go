@@ -45,10 +45,12 @@ var (
 )
 
 // Hub fans every published commit out to the live subscribers of its table. Publish never
-// blocks on a subscriber: each has a bounded queue, and one past its bound is evicted with
-// a reconnect event while the others carry on. Each commit is encoded at most once per
-// framing × encoding in use, and those bytes are shared by every subscriber. Set the
-// exported fields, then call Open; Close undoes Open.
+// blocks on a subscriber and costs the same whatever their number: it appends the commit
+// to its table's bounded log (log.go), which every subscriber of the table reads at its
+// own pace; one that falls out of the log's window is evicted with a reconnect event while
+// the others carry on. Each commit is encoded at most once per framing × encoding in use,
+// and those bytes are shared by every subscriber. Set the exported fields, then call Open;
+// Close undoes Open.
 type Hub struct {
 	// DB is the store replay and baselines are read from, and whose codec (DB.Cursors)
 	// encodes and decodes the cursors; required, and opened before the Hub.
@@ -61,7 +63,10 @@ type Hub struct {
 	// MaxStreamAge ends a stream (reconnect, reason "max_stream_age") after this long,
 	// minus up to 10% jitter; 0 disables it.
 	MaxStreamAge time.Duration
-	// MaxBufferedBatches and MaxBufferedBytes bound each subscriber's queue.
+	// MaxBufferedBatches and MaxBufferedBytes bound the log of each table with
+	// subscribers: the newest MaxBufferedBatches events, at most MaxBufferedBytes of
+	// commit records (always the newest commit). A subscriber further behind than the log
+	// holds ends with reconnect, reason "slow_consumer".
 	MaxBufferedBatches int
 	MaxBufferedBytes   int64
 	// MaxReplayCommits and MaxReplayRows bound one resume; past them the stream ends with
@@ -89,15 +94,11 @@ type Hub struct {
 	Logger *slog.Logger
 
 	mu       sync.Mutex
-	topics   map[int64]map[*Session]struct{} // live subscribers by table id
+	logs     map[int64]*tableLog // the logs of the tables with subscribers, by table id
 	sessions map[*Session]struct{}
 	perToken map[string]int
 	draining bool
 	drained  chan struct{} // closed when draining and no session is left
-
-	dispatchMu   sync.Mutex
-	dispatchQ    []store.Event
-	dispatchWake chan struct{}
 
 	cursors     *store.Cursors
 	replays     *replayCache
@@ -108,8 +109,16 @@ type Hub struct {
 	replaying  atomic.Int64
 	replayRead atomic.Int64
 
-	ctx    context.Context
-	cancel context.CancelFunc
+	// wakeQ holds the logs whose waiting sessions the waker goroutine is to wake, each
+	// at most once (tableLog.wakeQueued): waking a thousand sessions is not the writer
+	// goroutine's work, and the goroutines it would wake would run before the ingest
+	// requests it answers.
+	wakeMu sync.Mutex
+	wakeQ  []*tableLog
+	wakeUp chan struct{}
+
+	closed atomic.Bool
+	stop   chan struct{}
 	wg     sync.WaitGroup
 }
 
@@ -134,8 +143,8 @@ func NewHub(db *store.DB) *Hub {
 	}
 }
 
-// Open starts the dispatcher goroutine. It fails, and starts nothing, when DB is nil or
-// not yet open (store.DB.Open makes the cursor codec the hub encodes with).
+// Open starts the goroutine that wakes waiting sessions. It fails, and starts nothing, when
+// DB is nil or not yet open (store.DB.Open makes the cursor codec the hub encodes with).
 func (h *Hub) Open() error {
 	if h.DB == nil || h.DB.Cursors() == nil {
 		return errors.New("stream: Hub.Open: DB is nil or not open")
@@ -165,61 +174,57 @@ func (h *Hub) Open() error {
 	if h.Retry <= 0 {
 		h.Retry = DefaultRetry
 	}
-	h.topics = map[int64]map[*Session]struct{}{}
+	h.logs = map[int64]*tableLog{}
+	h.wakeUp = make(chan struct{}, 1)
+	h.stop = make(chan struct{})
 	h.sessions = map[*Session]struct{}{}
 	h.perToken = map[string]int{}
 	h.drained = make(chan struct{})
-	h.dispatchWake = make(chan struct{}, 1)
-	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
-		h.dispatch()
+		h.waker()
 	}()
 	return nil
 }
 
-// Close stops the dispatcher. Open sessions get no more commits; Drain them first.
+// Close stops publishing: open sessions get no more commits; Drain them first.
 func (h *Hub) Close() error {
-	if h.cancel != nil {
-		h.cancel()
+	if h.stop != nil && !h.closed.Swap(true) {
+		close(h.stop)
 		h.wg.Wait()
 	}
 	return nil
 }
 
-// Publish implements store.Publisher: it queues e for the dispatcher and returns at once.
-func (h *Hub) Publish(e store.Event) {
-	h.dispatchMu.Lock()
-	h.dispatchQ = append(h.dispatchQ, e)
-	h.dispatchMu.Unlock()
-	select {
-	case h.dispatchWake <- struct{}{}:
-	default:
-	}
-}
-
-// dispatch hands each published event to the queues of the subscribers it concerns.
-func (h *Hub) dispatch() {
+// waker wakes the sessions waiting on the logs Publish queued, until Close.
+func (h *Hub) waker() {
 	for {
 		select {
-		case <-h.ctx.Done():
+		case <-h.stop:
 			return
-		case <-h.dispatchWake:
+		case <-h.wakeUp:
 		}
-		h.dispatchMu.Lock()
-		events := h.dispatchQ
-		h.dispatchQ = nil
-		h.dispatchMu.Unlock()
-		for _, e := range events {
-			h.fanOut(e)
+		h.wakeMu.Lock()
+		logs := h.wakeQ
+		h.wakeQ = nil
+		h.wakeMu.Unlock()
+		for _, l := range logs {
+			// Cleared first: an append after this queues the log again.
+			l.wakeQueued.Store(false)
+			l.wake()
 		}
 	}
 }
 
-// fanOut ends the streams of a revoked token, and queues every other event for the live
-// subscribers of its table.
-func (h *Hub) fanOut(e store.Event) {
+// Publish implements store.Publisher. It ends the streams of a revoked token, and appends
+// every other event to the log of its table when the table has subscribers: O(1) in the
+// number of subscribers, who read the log at their own pace. The store calls it from its
+// writer goroutine, in commit order.
+func (h *Hub) Publish(e store.Event) {
+	if h.closed.Load() {
+		return
+	}
 	it := item{event: e}
 	var table int64
 	switch e := e.(type) {
@@ -233,7 +238,6 @@ func (h *Hub) fanOut(e store.Event) {
 		}
 		return
 	case store.CommitEvent:
-		it.commit = newSharedCommit(e, h.cursors)
 		table = e.Position.TableID
 	case store.SchemaEvent:
 		table = e.Position.TableID
@@ -241,9 +245,24 @@ func (h *Hub) fanOut(e store.Event) {
 		table = e.Position.TableID
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	for s := range h.topics[table] {
-		s.push(it, h.MaxBufferedBatches, h.MaxBufferedBytes)
+	log := h.logs[table]
+	h.mu.Unlock()
+	if log == nil {
+		// No subscriber: one that registers later reads a baseline that already counts
+		// this event (the store updates its catalog before publishing).
+		return
+	}
+	if e, ok := e.(store.CommitEvent); ok {
+		it.commit = newSharedCommit(e, h.cursors)
+	}
+	if log.append(it) && !log.wakeQueued.Swap(true) {
+		h.wakeMu.Lock()
+		h.wakeQ = append(h.wakeQ, log)
+		h.wakeMu.Unlock()
+		select {
+		case h.wakeUp <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -259,7 +278,7 @@ type SubscribeRequest struct {
 	Cursor string
 }
 
-// Subscribe registers a subscription's live queue on req.Table, before anything is read, so
+// Subscribe registers a subscription at the head of req.Table's log, before anything is read, so
 // that no commit after the baseline or the replay range can be missed (docs/design.md, "The
 // stream"). Errors, all before HTTP 200: a CodeNotFound *store.Error for an unknown table,
 // a CodeUnauthorized one for a token revoked or expired since it was authenticated,
@@ -273,7 +292,7 @@ func (h *Hub) Subscribe(req SubscribeRequest) (*Session, error) {
 	defer h.mu.Unlock()
 	// Check the token again under the lock: a revocation applied after the caller
 	// authenticated, and published before this session registered, would otherwise be
-	// missed (the store applies a revocation before publishing it, and fanOut holds mu).
+	// missed (the store applies a revocation before publishing it, and Publish holds mu).
 	if err := h.tokenValid(req.Token.ID); err != nil {
 		return nil, err
 	}
@@ -285,15 +304,15 @@ func (h *Hub) Subscribe(req SubscribeRequest) (*Session, error) {
 	case h.MaxStreamsPerToken > 0 && h.perToken[req.Token.ID] >= h.MaxStreamsPerToken:
 		return nil, ErrTokenStreams
 	}
-	s := newSession(h, req, info)
+	log := h.logs[info.ID]
+	if log == nil {
+		log = newTableLog(h.MaxBufferedBatches, h.MaxBufferedBytes)
+		h.logs[info.ID] = log
+	}
+	log.sessions++
+	s := newSession(h, req, info, log)
 	h.sessions[s] = struct{}{}
 	h.perToken[req.Token.ID]++
-	subs := h.topics[info.ID]
-	if subs == nil {
-		subs = map[*Session]struct{}{}
-		h.topics[info.ID] = subs
-	}
-	subs[s] = struct{}{}
 	return s, nil
 }
 
@@ -317,11 +336,8 @@ func (h *Hub) remove(s *Session) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.sessions, s)
-	if subs := h.topics[s.tableID]; subs != nil {
-		delete(subs, s)
-		if len(subs) == 0 {
-			delete(h.topics, s.tableID)
-		}
+	if s.log.sessions--; s.log.sessions == 0 && h.logs[s.tableID] == s.log {
+		delete(h.logs, s.tableID)
 	}
 	if h.perToken[s.token.ID]--; h.perToken[s.token.ID] <= 0 {
 		delete(h.perToken, s.token.ID)
@@ -353,6 +369,37 @@ func (h *Hub) ReplayStats() ReplayStats {
 		return ReplayStats{}
 	}
 	return ReplayStats{Active: h.replaying.Load(), Bytes: h.replays.bytes(), Read: h.replayRead.Load()}
+}
+
+// LogStats is a point-in-time view of the tables' logs and of how far behind their
+// sessions read, for metrics.
+type LogStats struct {
+	// Bytes is the commit record bytes the logs hold, at most MaxBufferedBytes per table
+	// with subscribers.
+	Bytes int64
+	// MaxLag is the most events any live session has yet to take from its table's log; a
+	// session more than MaxBufferedBatches behind is evicted (reconnect slow_consumer).
+	MaxLag int64
+}
+
+// LogStats returns the current LogStats, visiting every session: for scrapes, not for a
+// hot path.
+func (h *Hub) LogStats() LogStats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var st LogStats
+	heads := make(map[*tableLog]int64, len(h.logs))
+	for _, l := range h.logs {
+		head, bytes := l.state()
+		heads[l] = head
+		st.Bytes += bytes
+	}
+	for s := range h.sessions {
+		if head, ok := heads[s.log]; ok {
+			st.MaxLag = max(st.MaxLag, head-s.next.Load())
+		}
+	}
+	return st
 }
 
 // Streams returns the number of open sessions.

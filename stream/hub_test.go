@@ -344,6 +344,49 @@ func TestSlowConsumerIsEvictedOthersCarryOn(t *testing.T) {
 	}
 }
 
+// TestLogStatsShowTheLag: a session that reads nothing shows as the lag of the table's
+// log; once it reads, the lag is gone.
+func TestLogStatsShowTheLag(t *testing.T) {
+	f := newFixture(t, nil)
+	s := f.subscribe(t, stream.FramingSSE, stream.EncodingArrow, "")
+	next(t, s)
+	for i := 0; i < 3; i++ {
+		f.ingest(t, i, 1)
+	}
+	if st := f.hub.LogStats(); st.MaxLag != 3 || st.Bytes <= 0 {
+		t.Fatalf("LogStats = %+v, want a lag of 3 commits and their bytes", st)
+	}
+	for i := 0; i < 3; i++ {
+		if e := parseFrame(t, next(t, s).Bytes); e.event != "batch" {
+			t.Fatalf("got %+v", e)
+		}
+	}
+	if st := f.hub.LogStats(); st.MaxLag != 0 {
+		t.Fatalf("LogStats after reading = %+v, want no lag", st)
+	}
+}
+
+// TestSlowConsumerPastTheBytesBoundIsEvicted: the log's bytes bound evicts a session too,
+// while one that keeps reading gets every commit in order. A bound of one byte keeps
+// only the newest commit.
+func TestSlowConsumerPastTheBytesBoundIsEvicted(t *testing.T) {
+	f := newFixture(t, func(h *stream.Hub) { h.MaxBufferedBytes = 1 })
+	slow := f.subscribe(t, stream.FramingSSE, stream.EncodingArrow, "")
+	fast := f.subscribe(t, stream.FramingSSE, stream.EncodingArrow, "")
+	next(t, slow)
+	next(t, fast)
+	var last store.Commit
+	for i := 0; i < 10; i++ {
+		last = f.ingest(t, 100*i, 20)
+		if e := parseFrame(t, next(t, fast).Bytes); e.event != "batch" || e.id != f.db.Cursors().Encode(last.Position) {
+			t.Fatalf("fast consumer got %+v, want the batch of seq %d", e, last.Position.Seq)
+		}
+	}
+	if fr := next(t, slow); fr.Event != stream.EventReconnect || fr.Reason != "slow_consumer" {
+		t.Fatalf("slow consumer got %s %s, want reconnect slow_consumer", fr.Event, fr.Reason)
+	}
+}
+
 func TestDrainAndRevocation(t *testing.T) {
 	f := newFixture(t, nil)
 	s := f.subscribe(t, stream.FramingSSE, stream.EncodingArrow, "")
@@ -390,7 +433,6 @@ func TestCommitBeforeAResetDoesNotEndALaterStream(t *testing.T) {
 	if _, err := f.db.ResetTable(context.Background(), "t"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // let the dispatcher queue both
 	if e := parseFrame(t, next(t, s).Bytes); e.event != "schema" {
 		t.Fatalf("first: %+v", e)
 	}

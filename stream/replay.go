@@ -120,7 +120,7 @@ func (s *Session) startReplay(ctx context.Context) error {
 }
 
 // replayNext queues the frames of the next chunk of the replay; once the replay reached
-// its head the session continues from the live queue, where commits already replayed are
+// its head the session continues from its place in the live log, where commits already replayed are
 // dropped by seq. The frames come from the hub's replay cache, shared with every session
 // replaying the same commits: this session reads from the table, in one read transaction,
 // only the commits no other session has read or is reading, and waits for the others.

@@ -6,14 +6,16 @@ import (
 	"io"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ducktail/ducktail/store"
 )
 
-// Session is one subscriber's stream: its live queue, registered by Hub.Subscribe, and the
-// state of its delivery. The api calls Next in a loop and writes each frame; Next is not
-// safe for concurrent use, but the hub pushes to the queue concurrently.
+// Session is one subscriber's stream: its place in its table's log, registered by
+// Hub.Subscribe, and the state of its delivery. The api calls Next in a loop and writes
+// each frame; Next is not safe for concurrent use, but the hub appends to the log and ends
+// sessions concurrently.
 type Session struct {
 	hub      *Hub
 	table    string
@@ -25,12 +27,15 @@ type Session struct {
 	// deadline is when max_stream_age ends the stream (zero: never), jittered per session.
 	deadline time.Time
 
-	mu          sync.Mutex
-	queue       []item
-	queuedBytes int64
-	ended       *Frame // a terminal frame decided outside Next (drain, revocation, eviction)
-	wake        chan struct{}
-	closeOnce   sync.Once
+	// log is the table's log; next is the index of the next item to take from it, set
+	// by Subscribe and then moved by Next (read atomically for LogStats).
+	log  *tableLog
+	next atomic.Int64
+
+	mu        sync.Mutex
+	ended     *Frame // a terminal frame decided outside Next (drain, revocation)
+	wake      chan struct{}
+	closeOnce sync.Once
 
 	// Owned by the goroutine calling Next.
 	started       bool
@@ -42,14 +47,22 @@ type Session struct {
 	written       *replayEntry // the pin of the frame Next returned last
 	lastData      time.Time
 	timer         *time.Timer
+	taken         []item          // the items taken from the log, reused
+	logWait       <-chan struct{} // closed when the log has the item at next
 }
 
-func newSession(h *Hub, req SubscribeRequest, info store.TableInfo) *Session {
+// newSession returns a session reading log from its current head on. Every event
+// appended after that is read; one appended before was applied to the store's catalog
+// before it was published, so the baseline or replay range the session reads next
+// already covers it (start).
+func newSession(h *Hub, req SubscribeRequest, info store.TableInfo, log *tableLog) *Session {
 	s := &Session{
 		hub: h, table: info.Name, tableID: info.ID, token: req.Token,
 		framing: req.Framing, encoding: req.Encoding, cursor: req.Cursor,
-		wake: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1), log: log,
 	}
+	head, _ := log.state()
+	s.next.Store(head)
 	if h.MaxStreamAge > 0 {
 		s.deadline = time.Now().Add(h.MaxStreamAge - time.Duration(rand.Int64N(int64(h.MaxStreamAge)/10+1)))
 	}
@@ -95,30 +108,6 @@ func (s *Session) endReplay() {
 
 // Table returns the name of the table the session streams.
 func (s *Session) Table() string { return s.table }
-
-// push queues it, or evicts the session when its queue is past either bound. It never
-// blocks beyond the queue's short lock (docs/design.md, "The stream": the publisher never blocks).
-func (s *Session) push(it item, maxBatches int, maxBytes int64) {
-	s.mu.Lock()
-	if s.ended != nil {
-		s.mu.Unlock()
-		return
-	}
-	var size int64
-	if it.commit != nil {
-		size = it.commit.size
-	}
-	if len(s.queue) >= maxBatches || (len(s.queue) > 0 && s.queuedBytes+size > maxBytes) {
-		s.queue, s.queuedBytes = nil, 0
-		f := terminalFrame(s.framing, EventReconnect, "slow_consumer", s.hub.RetryMS(), "")
-		s.ended = &f
-	} else {
-		s.queue = append(s.queue, it)
-		s.queuedBytes += size
-	}
-	s.mu.Unlock()
-	s.signal()
-}
 
 // end makes f the session's next and last frame, unless one is already decided.
 func (s *Session) end(f Frame) {
@@ -182,7 +171,7 @@ func (s *Session) Next(ctx context.Context) (Frame, error) {
 			}
 			continue
 		}
-		if s.drainQueue(); len(s.out) > 0 {
+		if s.takeLog(); len(s.out) > 0 {
 			continue
 		}
 		if err := s.wait(ctx); err != nil {
@@ -233,8 +222,8 @@ func (s *Session) lifetimePassed(now time.Time) (due, bool) {
 	return what, ok && !now.Before(at)
 }
 
-// wait blocks until the queue has something, a deadline passes (adding a heartbeat or a
-// terminal frame to out) or ctx ends.
+// wait blocks until the log has the next item, the session is ended, a deadline passes
+// (adding a heartbeat or a terminal frame to out) or ctx ends.
 func (s *Session) wait(ctx context.Context) error {
 	at, what := time.Now().Add(s.hub.HeartbeatInterval), dueHeartbeat
 	if limit, w, ok := s.nextLifetime(); ok && limit.Before(at) {
@@ -248,6 +237,9 @@ func (s *Session) wait(ctx context.Context) error {
 	}
 	select {
 	case <-s.wake:
+		s.timer.Stop()
+		return nil
+	case <-s.logWait:
 		s.timer.Stop()
 		return nil
 	case <-s.timer.C:
@@ -277,16 +269,33 @@ func (s *Session) dueFrame(what due) Frame {
 // write several frames with one write.
 func (s *Session) Buffered() bool { return len(s.out) > 0 }
 
-// drainQueue turns queued items into frames.
-func (s *Session) drainQueue() {
-	s.mu.Lock()
-	items := s.queue
-	s.queue, s.queuedBytes = nil, 0
-	s.mu.Unlock()
-	for i, it := range items {
-		if !s.deliver(it) {
-			// A terminal frame: nothing after it is delivered.
-			clear(items[i+1:])
+// takeLog turns the next items of the table's log into frames, until some frame is ready
+// or the log has nothing more (then logWait is the channel to wait on). A session whose
+// next item the log has dropped fell out of its window: it ends with reconnect, reason
+// "slow_consumer", and resumes from its cursor by replay.
+func (s *Session) takeLog() {
+	s.logWait = nil
+	for len(s.out) == 0 {
+		items, lagging, wait := s.log.read(s.next.Load(), s.taken[:0])
+		s.taken = items
+		if lagging {
+			s.out = append(s.out, terminalFrame(s.framing, EventReconnect, "slow_consumer", s.hub.RetryMS(), ""))
+			return
+		}
+		if len(items) == 0 {
+			s.logWait = wait
+			return
+		}
+		s.next.Add(int64(len(items)))
+		ended := false
+		for _, it := range items {
+			if ended = !s.deliver(it); ended {
+				// A terminal frame: nothing after it is delivered.
+				break
+			}
+		}
+		clear(items)
+		if ended {
 			return
 		}
 	}
@@ -369,10 +378,10 @@ func (s *Session) refresh(reason string) {
 }
 
 // start captures the baseline of a new subscription, or validates the cursor of a resume
-// and plans its replay. The live queue was registered by Subscribe, before this read. The
-// baseline comes from the store's in-memory catalog: the store updates it after each
+// and plans its replay. The session's place in the log was taken by Subscribe, before this read.
+// The baseline comes from the store's in-memory catalog: the store updates it after each
 // commit and before publishing the commit, so every commit after the baseline reaches the
-// queue, and those at or before it are dropped from the queue by seq.
+// log after that place, and those at or before it are skipped by seq.
 func (s *Session) start(ctx context.Context) error {
 	if s.cursor != "" {
 		return s.startReplay(ctx)
