@@ -105,6 +105,23 @@ type Result struct {
 // DuckDB materializes one chunk of DefaultScanChunkRows rows at a time, so a snapshot of
 // any size streams with bounded memory.
 func (r *Reader) Table(ctx context.Context, table string, f Format, w io.Writer, head func(store.Position)) error {
+	return r.ShapedTable(ctx, table, ShapeSpec{}, store.TokenPolicy{}, f, w, func(p store.Position, _ store.ShapeTag) {
+		if head != nil {
+			head(p)
+		}
+	})
+}
+
+// ShapedTable is Table through a shape: the rows and columns spec selects, as seen by a
+// token with policy (Shape compiles both, in the snapshot's own read transaction), and
+// DuckDB filters the rows as it reads them (store.ReadTx.ScanShaped). head also gets the
+// tag of the shape, which binds the snapshot's cursor to it (store.Cursors.EncodeShaped;
+// the zero tag for the whole table): subscribing with the same shape from that cursor
+// continues exactly after the snapshot (docs/design.md, "Shapes and policies"). Errors:
+// Table's and Shape's; a predicate that fails on a row's value (a cast) is CodeUnprocessable,
+// with a message that names no value, before head was called when it fails in the first
+// chunk.
+func (r *Reader) ShapedTable(ctx context.Context, table string, spec ShapeSpec, policy store.TokenPolicy, f Format, w io.Writer, head func(store.Position, store.ShapeTag)) error {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -114,20 +131,33 @@ func (r *Reader) Table(ctx context.Context, table string, f Format, w io.Writer,
 		if err != nil {
 			return err
 		}
-		return tx.ScanTable(ctx, info, store.DefaultScanChunkRows, func(rr array.RecordReader) error {
-			if head != nil {
-				head(info.Head)
+		var shape *store.Shape
+		if spec.Where != "" || spec.Columns != nil || !policy.Empty() {
+			if shape, err = compileShape(ctx, tx, info, spec, policy); err != nil {
+				return err
 			}
+		}
+		err = tx.ScanShaped(ctx, info, shape, store.DefaultScanChunkRows, func(rr array.RecordReader) error {
+			head(info.Head, shape.Tag())
 			var cursor []byte
 			if r.Cursor != nil {
-				cursor = valuetext.AppendJSONString([]byte(`"cursor":`), r.Cursor(info.Head))
+				c := r.Cursor(info.Head)
+				if !shape.Empty() {
+					c = r.DB.Cursors().EncodeShaped(info.Head, shape.Tag())
+				}
+				cursor = valuetext.AppendJSONString([]byte(`"cursor":`), c)
 			}
 			return encode(w, f, rr, cursor)
 		})
+		if err != nil && !shape.Empty() && store.ErrorCode(err) == store.CodeInternal && ctx.Err() == nil && strings.Contains(err.Error(), " Error: ") {
+			// DuckDB's message may quote a value of a row outside the token's policy.
+			return &store.Error{Code: store.CodeUnprocessable, Message: "where: the predicate failed on a value of the table (a cast or a function's argument); guard it with TRY_CAST or CASE"}
+		}
+		return err
 	})
 	if err != nil {
 		r.logger().LogAttrs(ctx, slog.LevelDebug, "snapshot failed", slog.String(logKeyTable, table),
-			slog.String(logKeyFormat, string(f)), slog.String(logKeyError, err.Error()))
+			slog.String(logKeyFormat, string(f)), slog.String(logKeyCode, string(store.ErrorCode(err))))
 		return err
 	}
 	if l := r.logger(); l.Enabled(ctx, slog.LevelDebug) {

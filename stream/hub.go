@@ -240,6 +240,9 @@ type SubscribeRequest struct {
 	// Cursor is the Last-Event-ID or ?cursor= value, already checked by CheckLastEventID;
 	// "" starts a new subscription at the current baseline.
 	Cursor string
+	// Shape is what the stream carries of the table (snapshot.Reader.Shape compiles it):
+	// nil for every row and column (docs/design.md, "Shapes and policies").
+	Shape *store.Shape
 }
 
 // Subscribe registers a subscription's live queue on req.Table, before anything is read, so
