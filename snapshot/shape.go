@@ -202,9 +202,9 @@ func checkPredicate(ctx context.Context, tx *store.ReadTx, table string, visible
 		return "", nil, fmt.Errorf("parse predicate: %w", err)
 	}
 	var parsed struct {
-		Error        bool                     `json:"error"`
-		ErrorType    string                   `json:"error_type"`
-		ErrorMessage string                   `json:"error_message"`
+		Error        bool             `json:"error"`
+		ErrorType    string           `json:"error_type"`
+		ErrorMessage string           `json:"error_message"`
 		Statements   []map[string]any `json:"statements"`
 	}
 	dec := json.NewDecoder(strings.NewReader(out))
