@@ -105,10 +105,13 @@ func compileShape(ctx context.Context, tx *store.ReadTx, info store.TableInfo, s
 	where := spec.Where
 	if policy.Where != "" && where != "" {
 		// Both were checked alone first: the spec's against the columns the token sees.
-		if _, _, err := checkPredicate(ctx, tx, info.Name, visible, where); err != nil {
+		// The combination joins DuckDB's renderings, never the request's text: a rendering
+		// is one balanced expression, so no text can reach past its parentheses.
+		canonical, _, err := checkPredicate(ctx, tx, info.Name, visible, where)
+		if err != nil {
 			return nil, err
 		}
-		where = "(" + policy.Where + ") AND (" + where + ")"
+		where = "(" + policy.Where + ") AND (" + canonical + ")"
 		visible = all
 	} else if policy.Where != "" {
 		where, visible = policy.Where, all
@@ -231,7 +234,7 @@ func checkPredicate(ctx context.Context, tx *store.ReadTx, table string, visible
 	if err != nil {
 		return "", nil, fmt.Errorf("render predicate: %w", err)
 	}
-	canonical, ok := strings.CutPrefix(rendered, prefix)
+	canonical, ok := strings.CutPrefix(rendered, "SELECT * FROM "+store.ShapeRelation+" WHERE ")
 	if !ok {
 		return "", nil, fmt.Errorf("render predicate: unexpected form %q", rendered)
 	}
