@@ -191,8 +191,18 @@ func (r *Reader) ShapedTable(ctx context.Context, table string, spec ShapeSpec, 
 // DuckDB materializes the whole result before encoding starts, so QueryTimeout and
 // DuckDB's memory_limit, not MaxResultBytes, bound the work of a huge result.
 func (r *Reader) Query(ctx context.Context, sqlText string, params []any, f Format, allowTable func(string) bool) (*Result, error) {
+	return r.PolicyQuery(ctx, sqlText, params, f, allowTable, nil)
+}
+
+// PolicyQuery is Query for a token with policies: policy returns the token's policy on a
+// table, given its canonical name (nil: no table has one). Wherever the query names a
+// table with a policy, it reads the table's policy view instead, the policy's rows and
+// columns only, so that no SQL reaches a row or column outside it (docs/design.md, "Shapes
+// and policies"). Errors: Query's, and CodeUnprocessable for a policy that no longer
+// applies to its table.
+func (r *Reader) PolicyQuery(ctx context.Context, sqlText string, params []any, f Format, allowTable func(string) bool, policy func(string) store.TokenPolicy) (*Result, error) {
 	start := time.Now()
-	res, err := r.query(ctx, sqlText, params, f, allowTable)
+	res, err := r.query(ctx, sqlText, params, f, allowTable, policy)
 	l := r.logger()
 	if err != nil {
 		// Refusals are worth noticing; internal errors are logged by the caller, which
@@ -214,7 +224,7 @@ func (r *Reader) Query(ctx context.Context, sqlText string, params []any, f Form
 	return res, nil
 }
 
-func (r *Reader) query(ctx context.Context, sqlText string, params []any, f Format, allowTable func(string) bool) (*Result, error) {
+func (r *Reader) query(ctx context.Context, sqlText string, params []any, f Format, allowTable func(string) bool, policy func(string) store.TokenPolicy) (*Result, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
@@ -226,7 +236,7 @@ func (r *Reader) query(ctx context.Context, sqlText string, params []any, f Form
 	err = r.DB.Read(ctx, func(tx *store.ReadTx) error {
 		qctx, cancel := context.WithTimeout(ctx, r.queryTimeout())
 		defer cancel()
-		v, err := vet(qctx, tx, sqlText, allowTable)
+		v, err := vet(qctx, tx, sqlText, allowTable, policy)
 		if err != nil {
 			return r.queryError(ctx, qctx, err)
 		}
@@ -238,11 +248,21 @@ func (r *Reader) query(ctx context.Context, sqlText string, params []any, f Form
 			cursors[t.Name] = t.Head
 		}
 		body := &limitedBuffer{max: r.maxResultBytes()}
-		err = tx.QueryArrow(qctx, sqlText, args, func(rr array.RecordReader) error {
+		run := sqlText
+		if v.sql != "" {
+			run = v.sql
+		}
+		err = tx.QueryArrow(qctx, run, args, func(rr array.RecordReader) error {
 			return encode(body, f, rr, r.cursorsJSON(cursors))
 		})
 		if err != nil {
-			return r.queryError(ctx, qctx, err)
+			err = r.queryError(ctx, qctx, err)
+			var se *store.Error
+			if v.sql != "" && errors.As(err, &se) && se.Err != nil && se.Code == store.CodeUnprocessable && !strings.HasPrefix(se.Message, "Binder Error") {
+				// DuckDB's message may quote a value of a row outside the token's policy.
+				err = store.Errorf(store.CodeUnprocessable, "the query failed on a value of a table (a cast or a function's argument); guard it with TRY_CAST or CASE")
+			}
+			return err
 		}
 		res = &Result{Body: body.buf.Bytes(), ContentType: f.ContentType(), Cursors: cursors}
 		return nil

@@ -45,7 +45,7 @@ func (tx *ReadTx) ScanShaped(ctx context.Context, info TableInfo, shape *Shape, 
 	}
 	query := "SELECT " + strings.Join(cols, ", ") + " FROM " + physical + " WHERE rowid >= ? AND rowid < ?"
 	if !shape.Empty() {
-		query = "SELECT " + shape.selectList(&info.Schema) + " FROM (" + query + ") AS " + QuoteIdent(ShapeRelation) + shape.whereClause()
+		query = "SELECT " + shape.SelectList(&info.Schema) + " FROM (" + query + ") AS " + QuoteIdent(ShapeRelation) + shape.whereClause()
 	}
 	return tx.conn.Raw(func(dc any) error {
 		ar, err := duckdb.NewArrowFromConn(dc.(driver.Conn))

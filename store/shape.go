@@ -131,9 +131,9 @@ func columnByID(schema *Schema, id int) int {
 	return -1
 }
 
-// selectList returns the SELECT list of s over relation columns named as in schema: the
+// SelectList returns the SELECT list of s over relation columns named as in schema: the
 // projected columns, quoted, or * for every column.
-func (s *Shape) selectList(schema *Schema) string {
+func (s *Shape) SelectList(schema *Schema) string {
 	p := s.Project(schema)
 	if p == schema {
 		return "*"

@@ -119,7 +119,7 @@ func (db *DB) ShapeRecords(ctx context.Context, schema *Schema, recs []arrow.Rec
 		// (docs/design.md, "Measured facts about DuckDB").
 		defer release()
 		defer dc.(driver.ExecerContext).ExecContext(context.WithoutCancel(ctx), "DROP VIEW IF EXISTS "+QuoteIdent(view), nil)
-		rr, err := ar.QueryContext(ctx, "SELECT "+shape.selectList(schema)+" FROM "+QuoteIdent(view)+shape.whereClause())
+		rr, err := ar.QueryContext(ctx, "SELECT "+shape.SelectList(schema)+" FROM "+QuoteIdent(view)+shape.whereClause())
 		if err != nil {
 			return err
 		}
