@@ -221,7 +221,7 @@ func TestQueryNilAllowTableAllowsNoTable(t *testing.T) {
 	loadWeather(t, db, "weather", 2000)
 	r := newReader(t, db)
 	_, err := r.Query(context.Background(), "SELECT count(*) FROM weather", nil, snapshot.FormatJSON, nil)
-	wantCode(t, "nil allowTable", err, store.CodeForbidden)
+	wantCode(t, "nil allowTable", err, store.CodeNotFound)
 	if _, err := r.Query(context.Background(), "SELECT 1", nil, snapshot.FormatJSON, nil); err != nil {
 		t.Fatalf("a query reading no table with a nil allowTable: %v", err)
 	}
