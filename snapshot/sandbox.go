@@ -223,9 +223,9 @@ type walker struct {
 	allowTable func(string) bool
 	// policy returns the policy of the caller's token on a table (by canonical name), nil
 	// when none has any; views holds the FROM items policy views replace (policy.go).
-	policy     func(string) store.TokenPolicy
-	views      []policyView
-	tables     map[string]store.TableInfo
+	policy func(string) store.TokenPolicy
+	views  []policyView
+	tables map[string]store.TableInfo
 	// database is the name of the attached database file's catalog, read when needed.
 	database string
 	// depth is the nesting of query nodes at the current point; nodes and refs count
