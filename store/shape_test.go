@@ -61,6 +61,48 @@ func TestShapeRecordsFiltersInDuckDB(t *testing.T) {
 	}
 }
 
+// TestShapeRecordsEach: several shapes of one commit are evaluated together; a predicate
+// that fails on a value fails its own shape only.
+func TestShapeRecordsEach(t *testing.T) {
+	db := store.NewDB(filepath.Join(t.TempDir(), "ducktail.duckdb"))
+	if err := db.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	schema := &store.Schema{Columns: []store.Column{{ID: 1, Name: "n", Type: "BIGINT"}, {ID: 2, Name: "s", Type: "VARCHAR"}}}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema.Arrow())
+	for i := range 10 {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		b.Field(1).(*array.StringBuilder).Append([]string{"a", "b"}[i%2])
+	}
+	recs := []arrow.RecordBatch{b.NewRecordBatch()}
+	n, s := schema.Columns[0], schema.Columns[1]
+	shapes := []*store.Shape{
+		{Where: "(n > 5)", Refs: []store.Column{n}},
+		{Where: "(CAST(s AS INTEGER) > 1)", Refs: []store.Column{s}},
+		{Where: "(s = 'b')", Refs: []store.Column{s}, Columns: []store.Column{s}},
+		{Columns: []store.Column{s}},
+		nil,
+	}
+	for _, all := range []bool{true, false} {
+		use := shapes
+		if !all {
+			use = []*store.Shape{shapes[0], shapes[2]}
+		}
+		out, errs := db.ShapeRecordsEach(context.Background(), schema, recs, use)
+		for i, shape := range use {
+			want := map[*store.Shape]int64{shapes[0]: 4, shapes[2]: 5, shapes[3]: 10, nil: 10}[shape]
+			var rows int64
+			for _, r := range out[i] {
+				rows += r.NumRows()
+			}
+			if (shape == shapes[1]) != (errs[i] != nil) || (errs[i] == nil && rows != want) {
+				t.Errorf("%v: shape %d: %d rows, err %v; want %d", all, i, rows, errs[i], want)
+			}
+		}
+	}
+}
+
 // TestShapeKeysTagsAndChecks: a shape's key and tag follow its predicate and columns; a
 // dropped or renamed column fails Check, an added one does not.
 func TestShapeKeysTagsAndChecks(t *testing.T) {

@@ -72,35 +72,68 @@ func (sh *shaper) close() error {
 // that match shape, with the shape's columns: records shaped by shape.Project(schema)
 // .Arrow(), in Go memory, which the caller may hold as long as it likes. A shape with a
 // predicate is evaluated by DuckDB, in the shape engine (shaper), over the records
-// registered as an Arrow view: SELECT <columns> FROM <the rows> WHERE (<predicate>). A
-// shape without one only picks columns. recs themselves are neither modified nor
-// released. Errors: DuckDB's (a predicate failing on a value, such as a bad cast),
-// ErrClosed.
+// registered as an Arrow view; a shape without one only picks columns. recs themselves
+// are neither modified nor released. Errors: DuckDB's (a predicate failing on a value,
+// such as a bad cast), ErrClosed.
 func (db *DB) ShapeRecords(ctx context.Context, schema *Schema, recs []arrow.RecordBatch, shape *Shape) ([]arrow.RecordBatch, error) {
-	proj := shape.Project(schema)
-	if shape.Empty() || shape.Where == "" {
-		return projectRecords(recs, schema, proj), nil
-	}
-	if err := db.checkOpen(); err != nil {
-		return nil, err
-	}
+	out, errs := db.ShapeRecordsEach(ctx, schema, recs, []*Shape{shape})
+	return out[0], errs[0]
+}
+
+// ShapeRecordsEach is ShapeRecords for several shapes of one commit at once, each shape's
+// records and error at its index: DuckDB evaluates every predicate in one query over one
+// registered view, so that a commit costs one view and one query however many shapes
+// read it. When that query fails (a predicate failing on a value), each shape is
+// evaluated alone, so that only the failing shape gets the error. Every shape must apply
+// to schema (Shape.Check).
+func (db *DB) ShapeRecordsEach(ctx context.Context, schema *Schema, recs []arrow.RecordBatch, shapes []*Shape) ([][]arrow.RecordBatch, []error) {
+	out, errs := make([][]arrow.RecordBatch, len(shapes)), make([]error, len(shapes))
 	rows := int64(0)
 	for _, r := range recs {
 		rows += r.NumRows()
 	}
-	if rows == 0 {
-		return nil, nil
+	var filtered []int // the shapes with a predicate
+	for i, shape := range shapes {
+		if shape.Empty() || shape.Where == "" || rows == 0 {
+			out[i] = projectRecords(recs, schema, shape.Project(schema))
+			if rows == 0 {
+				out[i] = nil
+			}
+			continue
+		}
+		filtered = append(filtered, i)
+	}
+	if len(filtered) == 0 {
+		return out, errs
+	}
+	if err := db.filter(ctx, schema, recs, shapes, filtered, out); err == nil || len(filtered) == 1 {
+		for _, i := range filtered {
+			errs[i] = err
+		}
+		return out, errs
+	}
+	for _, i := range filtered {
+		errs[i] = db.filter(ctx, schema, recs, shapes, []int{i}, out)
+	}
+	return out, errs
+}
+
+// filter evaluates the predicates of shapes[which] over recs in one query and sets
+// out[i] for each; on error it sets none.
+func (db *DB) filter(ctx context.Context, schema *Schema, recs []arrow.RecordBatch, shapes []*Shape, which []int, out [][]arrow.RecordBatch) error {
+	if err := db.checkOpen(); err != nil {
+		return err
 	}
 	sdb, err := db.shaper.open(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	conn, err := sdb.Conn(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer conn.Close()
-	var out []arrow.RecordBatch
+	got := make([][]arrow.RecordBatch, len(which))
 	err = conn.Raw(func(dc any) error {
 		ar, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
 		if err != nil {
@@ -123,28 +156,39 @@ func (db *DB) ShapeRecords(ctx context.Context, schema *Schema, recs []arrow.Rec
 		// DuckDB's scan of an Arrow view drops the comparisons pushed into it and
 		// misreads the columns when it is asked for some of them only (docs/design.md,
 		// "Measured facts about DuckDB"): the query reads every column, with no WHERE, and
-		// DuckDB evaluates the predicate into a column that selects the rows.
-		rr, err := ar.QueryContext(ctx, "SELECT *, coalesce((\n"+shape.Where+"\n), false) FROM "+QuoteIdent(view))
+		// DuckDB evaluates each predicate into a column that selects its shape's rows.
+		query := "SELECT *"
+		for _, i := range which {
+			query += ", coalesce((\n" + shapes[i].Where + "\n), false)"
+		}
+		rr, err := ar.QueryContext(ctx, query+" FROM "+QuoteIdent(view))
 		if err != nil {
 			return err
 		}
 		defer rr.Release()
 		for rr.Next() {
-			rec, err := keepRows(ctx, rr.RecordBatch(), schema, proj)
-			if err != nil {
-				return err
+			for j, i := range which {
+				rec, err := keepRows(ctx, rr.RecordBatch(), schema, shapes[i].Project(schema), len(schema.Columns)+j)
+				if err != nil {
+					return err
+				}
+				got[j] = append(got[j], rec)
 			}
-			out = append(out, rec)
 		}
 		return rr.Err()
 	})
 	if err != nil {
-		for _, r := range out {
-			r.Release()
+		for _, recs := range got {
+			for _, r := range recs {
+				r.Release()
+			}
 		}
-		return nil, err
+		return err
 	}
-	return out, nil
+	for j, i := range which {
+		out[i] = got[j]
+	}
+	return nil
 }
 
 // projectRecords returns recs (shaped by schema) with the columns of proj only, sharing
@@ -167,12 +211,14 @@ func projectRecords(recs []arrow.RecordBatch, schema, proj *Schema) []arrow.Reco
 	return out
 }
 
-// keepRows returns the rows of rec (schema's columns, then the predicate's value) whose
-// predicate is true, with the columns of proj, copied into Go memory.
-func keepRows(ctx context.Context, rec arrow.RecordBatch, schema, proj *Schema) (arrow.RecordBatch, error) {
-	n := len(schema.Columns)
-	keep, ok := rec.Column(n).(*array.Boolean)
-	if int(rec.NumCols()) != n+1 || !ok {
+// keepRows returns the rows of rec (schema's columns, then the predicates' values) whose
+// predicate in column keepCol is true, with the columns of proj, copied into Go memory.
+func keepRows(ctx context.Context, rec arrow.RecordBatch, schema, proj *Schema, keepCol int) (arrow.RecordBatch, error) {
+	if int(rec.NumCols()) <= keepCol {
+		return nil, errors.New("shape: the result has the wrong columns")
+	}
+	keep, ok := rec.Column(keepCol).(*array.Boolean)
+	if !ok {
 		return nil, errors.New("shape: the result has the wrong columns")
 	}
 	want := proj.Arrow()

@@ -92,6 +92,7 @@ type Hub struct {
 
 	cursors *store.Cursors
 	replays *replayCache
+	shapes  shapesInUse // the distinct shapes of each table's sessions (shape.go)
 	// replaying counts the sessions whose replay is in progress; replayRead counts the
 	// commits replay read from the table.
 	replaying  atomic.Int64
@@ -280,6 +281,7 @@ func (h *Hub) Subscribe(req SubscribeRequest) (*Session, error) {
 		h.topics[info.ID] = subs
 	}
 	subs[s] = struct{}{}
+	h.shapes.add(info.ID, s.shape, s.shapeKey)
 	return s, nil
 }
 
@@ -303,6 +305,7 @@ func (h *Hub) remove(s *Session) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.sessions, s)
+	h.shapes.remove(s.tableID, s.shapeKey)
 	if subs := h.topics[s.tableID]; subs != nil {
 		delete(subs, s)
 		if len(subs) == 0 {

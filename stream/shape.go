@@ -60,19 +60,111 @@ func (sc *shapedCommits) get(key string) *shapedCommit {
 	return c
 }
 
+// shapeUse is one distinct shape in use on a table, with the number of sessions using it.
+type shapeUse struct {
+	shape *store.Shape
+	key   string
+	n     int
+}
+
+// shapesInUse is every distinct shape the sessions of each table use, so that the first
+// session needing a commit through its shape filters the commit through all of them in
+// one query (store.DB.ShapeRecordsEach). It is safe for concurrent use.
+type shapesInUse struct {
+	mu      sync.Mutex
+	byTable map[int64]map[string]*shapeUse
+}
+
+// add counts one more session of table using shape.
+func (u *shapesInUse) add(table int64, shape *store.Shape, key string) {
+	if shape.Empty() {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.byTable == nil {
+		u.byTable = map[int64]map[string]*shapeUse{}
+	}
+	m := u.byTable[table]
+	if m == nil {
+		m = map[string]*shapeUse{}
+		u.byTable[table] = m
+	}
+	if m[key] == nil {
+		m[key] = &shapeUse{shape: shape, key: key}
+	}
+	m[key].n++
+}
+
+// remove counts one session fewer of table using the shape of key.
+func (u *shapesInUse) remove(table int64, key string) {
+	if key == "" {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	m := u.byTable[table]
+	if use := m[key]; use != nil {
+		if use.n--; use.n <= 0 {
+			delete(m, key)
+		}
+		if len(m) == 0 {
+			delete(u.byTable, table)
+		}
+	}
+}
+
+// of returns the shapes in use on table.
+func (u *shapesInUse) of(table int64) []shapeUse {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make([]shapeUse, 0, len(u.byTable[table]))
+	for _, use := range u.byTable[table] {
+		out = append(out, *use)
+	}
+	return out
+}
+
+// set fills sc with one shape's rows of commit c.
+func (sc *shapedCommit) set(c *sharedCommit, shape *store.Shape, recs []arrow.RecordBatch, err error) {
+	sc.recs, sc.err = recs, err
+	sc.schema = shape.Project(c.event.Schema).Arrow()
+	for _, r := range recs {
+		sc.rows += r.NumRows()
+	}
+	sc.cursor = c.codec.EncodeShaped(c.event.Position, shape.Tag())
+}
+
 // shapedFrame returns the batch frame of commit c through shape in framing f and
-// encoding enc: DuckDB filters the commit's rows once per shape (store.DB.ShapeRecords),
-// and a commit none of whose rows match is an empty batch, so that the subscriber's
-// cursor moves on with every commit.
-func (c *sharedCommit) shapedFrame(db *store.DB, shape *store.Shape, key string, f Framing, enc Encoding) (Frame, error) {
+// encoding enc. The first session that needs any shape of the commit has DuckDB filter
+// the commit's rows through every shape in use on the table that applies to its schema,
+// in one query (store.DB.ShapeRecordsEach); a shape taken into use later is filtered on
+// its own when first needed. A commit none of whose rows match is an empty batch, so that
+// the subscriber's cursor moves on with every commit.
+func (c *sharedCommit) shapedFrame(db *store.DB, inUse func() []shapeUse, shape *store.Shape, key string, f Framing, enc Encoding) (Frame, error) {
 	sc := c.shaped.get(key)
 	sc.once.Do(func() {
-		sc.recs, sc.err = db.ShapeRecords(context.Background(), c.event.Schema, c.records(), shape)
-		sc.schema = shape.Project(c.event.Schema).Arrow()
-		for _, r := range sc.recs {
-			sc.rows += r.NumRows()
+		shapes, keys := []*store.Shape{shape}, []string{key}
+		for _, u := range inUse() {
+			if reason, _ := u.shape.Check(c.event.Schema); u.key != key && reason == "" {
+				shapes, keys = append(shapes, u.shape), append(keys, u.key)
+			}
 		}
-		sc.cursor = c.codec.EncodeShaped(c.event.Position, shape.Tag())
+		recs, errs := db.ShapeRecordsEach(context.Background(), c.event.Schema, c.records(), shapes)
+		sc.set(c, shape, recs[0], errs[0])
+		for i := 1; i < len(shapes); i++ {
+			other := c.shaped.get(keys[i])
+			used := false
+			other.once.Do(func() {
+				used = true
+				other.set(c, shapes[i], recs[i], errs[i])
+			})
+			if !used {
+				for _, r := range recs[i] {
+					r.Release()
+				}
+			}
+		}
 	})
 	if sc.err != nil {
 		return Frame{}, &shapeError{err: sc.err}
@@ -103,7 +195,8 @@ func (s *Session) commitFrame(c *sharedCommit) (Frame, error) {
 	if s.shape.Empty() {
 		return c.frame(s.framing, s.encoding)
 	}
-	return c.shapedFrame(s.hub.DB, s.shape, s.shapeKey, s.framing, s.encoding)
+	inUse := func() []shapeUse { return s.hub.shapes.of(s.tableID) }
+	return c.shapedFrame(s.hub.DB, inUse, s.shape, s.shapeKey, s.framing, s.encoding)
 }
 
 // shapeRecords returns one replayed commit's rows, of schema, through the session's
