@@ -30,6 +30,43 @@ const FailureShape = "shape_failed"
 type shapedCommits struct {
 	mu    sync.Mutex
 	byKey map[string]*shapedCommit
+	// batchOnce filters the commit through every shape in use, once; batch holds those
+	// results until each shape's entry takes its own.
+	batchOnce sync.Once
+	batch     map[string]shapeResult
+}
+
+// shapeResult is one shape's rows of a commit, or its error.
+type shapeResult struct {
+	recs []arrow.RecordBatch
+	err  error
+}
+
+// filterAll filters commit c through shape and every other shape in use that applies to
+// the commit's schema, in one query, and keeps the results for the shapes' entries.
+func (sc *shapedCommits) filterAll(db *store.DB, c *sharedCommit, inUse []shapeUse, shape *store.Shape, key string) {
+	shapes, keys := []*store.Shape{shape}, []string{key}
+	for _, u := range inUse {
+		if reason, _ := u.shape.Check(c.event.Schema); u.key != key && reason == "" {
+			shapes, keys = append(shapes, u.shape), append(keys, u.key)
+		}
+	}
+	recs, errs := db.ShapeRecordsEach(context.Background(), c.event.Schema, c.records(), shapes)
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.batch = make(map[string]shapeResult, len(keys))
+	for i, k := range keys {
+		sc.batch[k] = shapeResult{recs: recs[i], err: errs[i]}
+	}
+}
+
+// take returns, and forgets, the batch result of the shape of key.
+func (sc *shapedCommits) take(key string) (shapeResult, bool) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	r, ok := sc.batch[key]
+	delete(sc.batch, key)
+	return r, ok
 }
 
 // shapedCommit is one commit through one shape.
@@ -138,33 +175,19 @@ func (sc *shapedCommit) set(c *sharedCommit, shape *store.Shape, recs []arrow.Re
 // shapedFrame returns the batch frame of commit c through shape in framing f and
 // encoding enc. The first session that needs any shape of the commit has DuckDB filter
 // the commit's rows through every shape in use on the table that applies to its schema,
-// in one query (store.DB.ShapeRecordsEach); a shape taken into use later is filtered on
-// its own when first needed. A commit none of whose rows match is an empty batch, so that
-// the subscriber's cursor moves on with every commit.
+// in one query (store.DB.ShapeRecordsEach); a shape taken into use after that is filtered
+// on its own when first needed. A commit none of whose rows match is an empty batch, so
+// that the subscriber's cursor moves on with every commit.
 func (c *sharedCommit) shapedFrame(db *store.DB, inUse func() []shapeUse, shape *store.Shape, key string, f Framing, enc Encoding) (Frame, error) {
+	c.shaped.batchOnce.Do(func() { c.shaped.filterAll(db, c, inUse(), shape, key) })
 	sc := c.shaped.get(key)
 	sc.once.Do(func() {
-		shapes, keys := []*store.Shape{shape}, []string{key}
-		for _, u := range inUse() {
-			if reason, _ := u.shape.Check(c.event.Schema); u.key != key && reason == "" {
-				shapes, keys = append(shapes, u.shape), append(keys, u.key)
-			}
+		if r, ok := c.shaped.take(key); ok {
+			sc.set(c, shape, r.recs, r.err)
+			return
 		}
-		recs, errs := db.ShapeRecordsEach(context.Background(), c.event.Schema, c.records(), shapes)
-		sc.set(c, shape, recs[0], errs[0])
-		for i := 1; i < len(shapes); i++ {
-			other := c.shaped.get(keys[i])
-			used := false
-			other.once.Do(func() {
-				used = true
-				other.set(c, shapes[i], recs[i], errs[i])
-			})
-			if !used {
-				for _, r := range recs[i] {
-					r.Release()
-				}
-			}
-		}
+		recs, err := db.ShapeRecords(context.Background(), c.event.Schema, c.records(), shape)
+		sc.set(c, shape, recs, err)
 	})
 	if sc.err != nil {
 		return Frame{}, &shapeError{err: sc.err}

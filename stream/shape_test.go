@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -342,5 +343,50 @@ func TestShapeColumnChanges(t *testing.T) {
 			t.Errorf("drop: %+v", e)
 		}
 		break
+	}
+}
+
+// TestManyShapesReadConcurrently: sessions of several shapes reading the same commits at
+// once each get exactly their shape's rows (the commit is filtered through all shapes in
+// use by whichever session comes first).
+func TestManyShapesReadConcurrently(t *testing.T) {
+	f := newFixture(t, nil)
+	r := newShapeReader(t, f.db)
+	const shapes, perShape, commits = 6, 3, 12
+	type sub struct {
+		s    *stream.Session
+		spec snapshot.ShapeSpec
+	}
+	var subs []sub
+	for i := range shapes * perShape {
+		spec := snapshot.ShapeSpec{Where: fmt.Sprintf("n %% %d = 0", i%shapes+1)}
+		shape, err := r.Shape(context.Background(), "t", spec, store.TokenPolicy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := f.hub.Subscribe(stream.SubscribeRequest{Table: "t", Token: f.tok, Framing: stream.FramingSSE, Encoding: stream.EncodingJSON, Shape: shape})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		next(t, s)
+		subs = append(subs, sub{s, spec})
+	}
+	var last store.Commit
+	for i := range commits {
+		last = f.ingest(t, i*10, 10)
+	}
+	got := make([][]string, len(subs))
+	var wg sync.WaitGroup
+	for i, sb := range subs {
+		wg.Go(func() {
+			got[i], _ = readUntil(t, sb.s, last.Position.Seq)
+		})
+	}
+	wg.Wait()
+	for i, sb := range subs {
+		if want, _ := shapedSnapshot(t, r, f.db, sb.spec); strings.Join(got[i], "\n") != strings.Join(want, "\n") {
+			t.Errorf("%+v: %d rows, want %d", sb.spec, len(got[i]), len(want))
+		}
 	}
 }
