@@ -149,7 +149,7 @@ func (r *Reader) ShapedTable(ctx context.Context, table string, spec ShapeSpec, 
 			}
 			return encode(w, f, rr, cursor)
 		})
-		if err != nil && !shape.Empty() && store.ErrorCode(err) == store.CodeInternal && ctx.Err() == nil && strings.Contains(err.Error(), " Error: ") {
+		if err != nil && !shape.Empty() && store.ErrorCode(err) == store.CodeInternal && ctx.Err() == nil && valueError(err) {
 			// DuckDB's message may quote a value of a row outside the token's policy.
 			return &store.Error{Code: store.CodeUnprocessable, Message: "where: the predicate failed on a value of the table (a cast or a function's argument); guard it with TRY_CAST or CASE"}
 		}
@@ -306,6 +306,18 @@ func (r *Reader) queryError(ctx, qctx context.Context, err error) error {
 		}
 	}
 	return fmt.Errorf("query: %w", err)
+}
+
+// valueError reports whether err is DuckDB's about the query's input (a failed cast, a
+// function's argument), whose message may quote a value.
+func valueError(err error) bool {
+	msg := err.Error()
+	for prefix, code := range duckdbErrorCodes {
+		if code == store.CodeUnprocessable && strings.Contains(msg, prefix+": ") {
+			return true
+		}
+	}
+	return false
 }
 
 // duckdbErrorCodes maps the DuckDB error types that a query itself causes (DuckDB's
