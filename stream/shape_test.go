@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -377,13 +378,45 @@ func TestManyShapesReadConcurrently(t *testing.T) {
 		last = f.ingest(t, i*10, 10)
 	}
 	got := make([][]string, len(subs))
+	errs := make([]error, len(subs))
 	var wg sync.WaitGroup
 	for i, sb := range subs {
 		wg.Go(func() {
-			got[i], _ = readUntil(t, sb.s, last.Position.Seq)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			for {
+				fr, err := sb.s.Next(ctx)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				if fr.Event != stream.EventBatch {
+					continue
+				}
+				var p struct{ Rows [][]json.RawMessage }
+				if err := json.Unmarshal(bytes.TrimSpace(bytes.TrimPrefix(fr.Bytes[bytes.Index(fr.Bytes, []byte("data: ")):], []byte("data: "))), &p); err != nil {
+					errs[i] = err
+					return
+				}
+				for _, r := range p.Rows {
+					vals := make([]string, len(r))
+					for k, v := range r {
+						vals[k] = string(v)
+					}
+					got[i] = append(got[i], strings.Join(vals, "|"))
+				}
+				if fr.Commit.Position.Seq >= last.Position.Seq {
+					return
+				}
+			}
 		})
 	}
 	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("session %d: %v", i, err)
+		}
+	}
 	for i, sb := range subs {
 		if want, _ := shapedSnapshot(t, r, f.db, sb.spec); strings.Join(got[i], "\n") != strings.Join(want, "\n") {
 			t.Errorf("%+v: %d rows, want %d", sb.spec, len(got[i]), len(want))
