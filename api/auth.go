@@ -94,7 +94,12 @@ func allow(tok store.Token, purpose store.Purpose, table string) error {
 	if tok.Purpose != store.PurposeAdmin && tok.Purpose != purpose {
 		return &store.Error{Code: store.CodeForbidden, Message: "this token's purpose is " + string(tok.Purpose) + "; this request needs " + article(string(purpose)) + " " + string(purpose) + " token"}
 	}
-	return &store.Error{Code: store.CodeForbidden, Message: "this token is limited to table " + tok.Table}
+	// Another table answers exactly as a missing one: the token learns nothing about
+	// whether it exists (docs/design.md, "Shapes and policies").
+	if err := store.ValidateTableName(table); err != nil {
+		return err
+	}
+	return store.TableNotFound(table)
 }
 
 // tokenLimiters holds one token-bucket limiter (golang.org/x/time/rate) per token id.

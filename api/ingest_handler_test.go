@@ -93,13 +93,13 @@ func TestAuthPurposesAndScopes(t *testing.T) {
 		status                    int
 	}{
 		{"ingest own table", "POST", "/v1/tables/a/rows", ingestA, row, 201},
-		{"ingest other table", "POST", "/v1/tables/b/rows", ingestA, row, 403},
+		{"ingest other table", "POST", "/v1/tables/b/rows", ingestA, row, 404},
 		{"ingest token queries", "POST", "/v1/query", ingestA, []byte(`{"sql":"SELECT 1"}`), 403},
 		{"query own table", "POST", "/v1/query", queryA, []byte(`{"sql":"SELECT count(*) FROM a"}`), 200},
-		{"query other table", "POST", "/v1/query", queryA, []byte(`{"sql":"SELECT * FROM (SELECT * FROM b)"}`), 403},
-		{"query via CTE", "POST", "/v1/query", queryA, []byte(`{"sql":"WITH x AS (SELECT * FROM b) SELECT * FROM x"}`), 403},
+		{"query other table", "POST", "/v1/query", queryA, []byte(`{"sql":"SELECT * FROM (SELECT * FROM b)"}`), 404},
+		{"query via CTE", "POST", "/v1/query", queryA, []byte(`{"sql":"WITH x AS (SELECT * FROM b) SELECT * FROM x"}`), 404},
 		{"stream token snapshot", "GET", "/v1/tables/a/snapshot", streamA, nil, 200},
-		{"stream token other snapshot", "GET", "/v1/tables/b/snapshot", streamA, nil, 403},
+		{"stream token other snapshot", "GET", "/v1/tables/b/snapshot", streamA, nil, 404},
 		{"create table needs admin", "POST", "/v1/tables", ingestA, []byte(`{"name":"c","columns":[{"name":"n","type":"BIGINT"}]}`), 403},
 		{"tokens need admin", "GET", "/v1/tokens", queryA, nil, 403},
 		{"no token", "GET", "/v1/tables", "", nil, 401},

@@ -39,6 +39,11 @@ func (s *Server) tableSnapshot(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	spec, err := shapeSpec(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	// A snapshot holds a reader connection while the client downloads it: bound how
 	// many run at once, so that slow downloads cannot take every connection from
 	// queries and stream resumes.
@@ -48,11 +53,11 @@ func (s *Server) tableSnapshot(w http.ResponseWriter, r *http.Request) {
 	defer func() { <-s.snapshots }()
 	started := false
 	out := deadlineWriter{w: w, wd: &writeDeadline{s: s, rc: http.NewResponseController(w)}}
-	err = s.reader.Table(r.Context(), name, format, out, func(head store.Position) {
+	err = s.reader.ShapedTable(r.Context(), name, spec, policyOn(tok, name), format, out, func(head store.Position, tag store.ShapeTag) {
 		started = true
 		w.Header().Set("Content-Type", contentType)
 		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set(CursorHeader, s.codec.Encode(head))
+		w.Header().Set(CursorHeader, s.shapedCursor(head, tag))
 		w.WriteHeader(http.StatusOK)
 	})
 	switch {
@@ -102,9 +107,13 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() { <-s.queries }()
 	start := time.Now()
-	res, err := s.reader.Query(r.Context(), req.SQL, req.Params, format, func(table string) bool {
+	var policy func(string) store.TokenPolicy
+	if !tok.Policy.Empty() {
+		policy = func(table string) store.TokenPolicy { return policyOn(tok, table) }
+	}
+	res, err := s.reader.PolicyQuery(r.Context(), req.SQL, req.Params, format, func(table string) bool {
 		return tok.Allows(store.PurposeQuery, table)
-	})
+	}, policy)
 	s.metrics.queryDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		s.metrics.queryRefusals.WithLabelValues(string(store.ErrorCode(err))).Inc()

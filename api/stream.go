@@ -77,8 +77,20 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 		s.refuseStream(w, r, "encoding", &store.Error{Code: store.CodeInvalid, Field: "encoding", Message: err.Error()})
 		return
 	}
+	spec, err := shapeSpec(r)
+	if err != nil {
+		s.refuseStream(w, r, "shape", err)
+		return
+	}
+	// The shape is checked and compiled before the stream starts: a bad predicate is a
+	// 400 (docs/design.md, "Shapes and policies").
+	shape, err := s.reader.Shape(r.Context(), table, spec, policyOn(tok, table))
+	if err != nil {
+		s.refuseStream(w, r, string(store.ErrorCode(err)), err)
+		return
+	}
 	framing := negotiateFraming(r.Header.Get("Accept"))
-	sess, err := s.hub.Subscribe(stream.SubscribeRequest{Table: table, Token: tok, Framing: framing, Encoding: encoding, Cursor: cursor})
+	sess, err := s.hub.Subscribe(stream.SubscribeRequest{Table: table, Token: tok, Framing: framing, Encoding: encoding, Cursor: cursor, Shape: shape})
 	if err != nil {
 		s.refuseStream(w, r, string(store.ErrorCode(err)), err)
 		return

@@ -259,7 +259,7 @@ func TestStreamStatusCodesBeforeTheStream(t *testing.T) {
 		{"unknown token", "/stream/dt_0123456789abcdef_" + strings.Repeat("a", 52), "", nil, 401},
 		{"expired token", "/stream/" + expiredSecret, "", nil, 401},
 		{"wrong purpose", "/stream/" + ingest, "", nil, 403},
-		{"wrong table", "/v1/tables/u/stream", stream1, nil, 403},
+		{"wrong table", "/v1/tables/u/stream", stream1, nil, 404},
 		{"origin not allowed", "/stream/" + stream1, "", []string{"Origin: https://evil.example"}, 403},
 		{"Last-Event-ID too long", "/stream/" + stream1, "", []string{"Last-Event-ID: " + strings.Repeat("r", 513)}, 400},
 		{"bad encoding", "/stream/" + stream1 + "?encoding=xml", "", nil, 400},

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ducktail/ducktail/snapshot"
 	"github.com/ducktail/ducktail/store"
 )
 
@@ -24,9 +25,10 @@ type tableJSON struct {
 	Activation string    `json:"activation"`
 	// Seq is the seq of the last commit; Cursor is the cursor of that position, which
 	// streams resume from.
-	Seq           int64              `json:"seq"`
-	Cursor        string             `json:"cursor"`
-	Rows          int64              `json:"rows"`
+	Seq    int64  `json:"seq"`
+	Cursor string `json:"cursor"`
+	// Rows is left out for a token with a policy: it would count rows outside it.
+	Rows          *int64             `json:"rows,omitempty"`
 	SchemaVersion int                `json:"schema_version"`
 	Columns       []store.ColumnSpec `json:"columns"`
 }
@@ -38,9 +40,30 @@ func (s *Server) tableJSON(t store.TableInfo) tableJSON {
 	}
 	return tableJSON{
 		Name: t.Name, ID: t.ID, CreatedAt: t.CreatedAt, Activation: t.Head.Activation.String(),
-		Seq: t.Head.Seq, Cursor: s.codec.Encode(t.Head), Rows: t.Rows,
+		Seq: t.Head.Seq, Cursor: s.codec.Encode(t.Head), Rows: &t.Rows,
 		SchemaVersion: t.Schema.Version, Columns: cols,
 	}
+}
+
+// tableJSONFor is the table as tok sees it: through its policy, only the policy's columns,
+// no row count, and the cursor of the head through the policy (docs/design.md, "Shapes
+// and policies"); a policy that no longer applies shows no column and no cursor.
+func (s *Server) tableJSONFor(r *http.Request, tok store.Token, t store.TableInfo) tableJSON {
+	j := s.tableJSON(t)
+	policy := policyOn(tok, t.Name)
+	if policy.Empty() {
+		return j
+	}
+	j.Rows, j.Cursor, j.Columns = nil, "", []store.ColumnSpec{}
+	shape, err := s.reader.Shape(r.Context(), t.Name, snapshot.ShapeSpec{}, policy)
+	if err != nil {
+		return j
+	}
+	for _, c := range shape.Project(&t.Schema).Columns {
+		j.Columns = append(j.Columns, store.ColumnSpec{Name: c.Name, Type: string(c.Type)})
+	}
+	j.Cursor = s.shapedCursor(t.Head, shape.Tag())
+	return j
 }
 
 // createTableRequest is the body of POST /v1/tables.
@@ -75,7 +98,7 @@ func (s *Server) listTables(w http.ResponseWriter, r *http.Request) {
 	out := []tableJSON{}
 	for _, t := range s.db.Tables() {
 		if tok.Table == "" || tok.Allows(tok.Purpose, t.Name) {
-			out = append(out, s.tableJSON(t))
+			out = append(out, s.tableJSONFor(r, tok, t))
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tables": out})
@@ -94,7 +117,7 @@ func (s *Server) describeTable(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.tableJSON(info))
+	writeJSON(w, http.StatusOK, s.tableJSONFor(r, tok, info))
 }
 
 // dropTable: DELETE /v1/tables/{table} (admin); 204. Streams of the table end with

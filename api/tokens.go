@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ducktail/ducktail/snapshot"
 	"github.com/ducktail/ducktail/store"
 )
 
@@ -13,6 +14,10 @@ type createTokenRequest struct {
 	Purpose string `json:"purpose"`
 	Table   string `json:"table"`
 	TTL     string `json:"ttl"`
+	// Where and Columns are the token's policy on its table (docs/design.md, "Shapes and
+	// policies"): a row predicate and the columns it may read; both optional.
+	Where   string   `json:"where"`
+	Columns []string `json:"columns"`
 }
 
 // tokenJSON is a token as the API shows it. Token, the secret, is present only in the
@@ -25,10 +30,15 @@ type tokenJSON struct {
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt *time.Time `json:"expires_at"`
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	// Where and Columns are the token's policy: the predicate as DuckDB renders it, the
+	// columns by their names.
+	Where   string   `json:"where,omitempty"`
+	Columns []string `json:"columns,omitempty"`
 }
 
 func newTokenJSON(t store.Token, secret string) tokenJSON {
-	j := tokenJSON{ID: t.ID, Token: secret, Purpose: string(t.Purpose), Table: t.Table, CreatedAt: t.CreatedAt}
+	j := tokenJSON{ID: t.ID, Token: secret, Purpose: string(t.Purpose), Table: t.Table, CreatedAt: t.CreatedAt,
+		Where: t.Policy.Where, Columns: t.Policy.Columns}
 	if !t.ExpiresAt.IsZero() {
 		j.ExpiresAt = &t.ExpiresAt
 	}
@@ -62,12 +72,40 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	tok, secret, err := s.db.CreateToken(r.Context(), purpose, req.Table, ttl)
+	policy, err := s.tokenPolicy(r, purpose, req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	tok, secret, err := s.db.CreatePolicyToken(r.Context(), purpose, req.Table, ttl, policy)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, newTokenJSON(tok, secret))
+}
+
+// tokenPolicy checks and compiles the policy a token request asks for against its
+// table, which must exist: the predicate is stored as DuckDB renders it, the columns
+// under their names in the table. Errors: CodeInvalid for a policy on a token that
+// cannot have one, a bad predicate or column (Field "where" or "columns"); CodeNotFound
+// for a missing table.
+func (s *Server) tokenPolicy(r *http.Request, purpose store.Purpose, req createTokenRequest) (store.TokenPolicy, error) {
+	if req.Where == "" && req.Columns == nil {
+		return store.TokenPolicy{}, nil
+	}
+	if req.Table == "" || (purpose != store.PurposeQuery && purpose != store.PurposeStream) {
+		return store.TokenPolicy{}, &store.Error{Code: store.CodeInvalid, Field: "where", Message: "a policy (where, columns) needs a query or stream token limited to a table"}
+	}
+	shape, err := s.reader.Shape(r.Context(), req.Table, snapshot.ShapeSpec{Where: req.Where, Columns: req.Columns}, store.TokenPolicy{})
+	if err != nil || shape == nil {
+		return store.TokenPolicy{}, err
+	}
+	policy := store.TokenPolicy{Where: shape.Where}
+	for _, c := range shape.Columns {
+		policy.Columns = append(policy.Columns, c.Name)
+	}
+	return policy, nil
 }
 
 // listTokens: GET /v1/tokens (admin) lists every token, without secrets.

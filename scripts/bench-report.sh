@@ -65,6 +65,14 @@ cat <<'METHOD'
   client and kernel (one loopback write of the ~11 KB frame, which also runs the
   receiver's TCP path, one read, the wake-ups between), about 13 ms of the two cores
   per commit; the server's first write starts 0.5 ms after the commit, its median 4.7 ms.
+- **`BenchmarkShapedFanOut/subscribers=1000/shapes={0,10}`**: as `BenchmarkFanOut` with
+  1,000 subscribers, unshaped, then spread over 10 distinct shapes (`?where=distance >= k
+  AND origin <> 'none'&columns=date,origin,destination,distance`); p50/p99 as there, and
+  cpu-ms/commit = the server process's CPU time (user + system, `getrusage`) ÷ commits,
+  the ingest requests included. Each commit is filtered through all 10 shapes in one
+  DuckDB query and encoded once per shape.
+- **`BenchmarkShapeRecords`**: one 100-row commit through one shape in the shape engine
+  (register the Arrow view, evaluate the predicate, keep the rows, drop the view).
 - **`BenchmarkDeliveries`**: 1,000 subscribers while four clients ingest 100-row commits
   back to back; deliveries/s = batch events received by all subscribers ÷ wall time.
   Frames that queue up for a subscriber leave in one write.
@@ -120,5 +128,6 @@ subscriber; replay ≥ 1,000,000 rows/s; ingest p99 under 50 ms during a replay 
 restart after kill -9 under 2 s. Issue 13: ≥ 10,000 commits/s from 64 clients of
 1-row commits, ≤ 0.5 ms of server CPU per commit, single-client p50 ≤ 1.5 ms; at 100
 subscribers under saturation ≥ 170,000 deliveries/s and ≤ 5 µs of server CPU per
-delivery; under overload, RSS bounded and every subscriber either keeping up or told.
+delivery; under overload, RSS bounded and every subscriber either keeping up or told;
+shaped fan-out at most 2× the unshaped one.
 METHOD

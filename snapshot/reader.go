@@ -105,6 +105,23 @@ type Result struct {
 // DuckDB materializes one chunk of DefaultScanChunkRows rows at a time, so a snapshot of
 // any size streams with bounded memory.
 func (r *Reader) Table(ctx context.Context, table string, f Format, w io.Writer, head func(store.Position)) error {
+	return r.ShapedTable(ctx, table, ShapeSpec{}, store.TokenPolicy{}, f, w, func(p store.Position, _ store.ShapeTag) {
+		if head != nil {
+			head(p)
+		}
+	})
+}
+
+// ShapedTable is Table through a shape: the rows and columns spec selects, as seen by a
+// token with policy (Shape compiles both, in the snapshot's own read transaction), and
+// DuckDB filters the rows as it reads them (store.ReadTx.ScanShaped). head also gets the
+// tag of the shape, which binds the snapshot's cursor to it (store.Cursors.EncodeShaped;
+// the zero tag for the whole table): subscribing with the same shape from that cursor
+// continues exactly after the snapshot (docs/design.md, "Shapes and policies"). Errors:
+// Table's and Shape's; a predicate that fails on a row's value (a cast) is CodeUnprocessable,
+// with a message that names no value, before head was called when it fails in the first
+// chunk.
+func (r *Reader) ShapedTable(ctx context.Context, table string, spec ShapeSpec, policy store.TokenPolicy, f Format, w io.Writer, head func(store.Position, store.ShapeTag)) error {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -114,20 +131,33 @@ func (r *Reader) Table(ctx context.Context, table string, f Format, w io.Writer,
 		if err != nil {
 			return err
 		}
-		return tx.ScanTable(ctx, info, store.DefaultScanChunkRows, func(rr array.RecordReader) error {
-			if head != nil {
-				head(info.Head)
+		var shape *store.Shape
+		if spec.Where != "" || spec.Columns != nil || !policy.Empty() {
+			if shape, err = compileShape(ctx, tx, info, spec, policy); err != nil {
+				return err
 			}
+		}
+		err = tx.ScanShaped(ctx, info, shape, store.DefaultScanChunkRows, func(rr array.RecordReader) error {
+			head(info.Head, shape.Tag())
 			var cursor []byte
 			if r.Cursor != nil {
-				cursor = valuetext.AppendJSONString([]byte(`"cursor":`), r.Cursor(info.Head))
+				c := r.Cursor(info.Head)
+				if !shape.Empty() {
+					c = r.DB.Cursors().EncodeShaped(info.Head, shape.Tag())
+				}
+				cursor = valuetext.AppendJSONString([]byte(`"cursor":`), c)
 			}
 			return encode(w, f, rr, cursor)
 		})
+		if err != nil && !shape.Empty() && store.ErrorCode(err) == store.CodeInternal && ctx.Err() == nil && valueError(err) {
+			// DuckDB's message may quote a value of a row outside the token's policy.
+			return &store.Error{Code: store.CodeUnprocessable, Message: "where: the predicate failed on a value of the table (a cast or a function's argument); guard it with TRY_CAST or CASE"}
+		}
+		return err
 	})
 	if err != nil {
 		r.logger().LogAttrs(ctx, slog.LevelDebug, "snapshot failed", slog.String(logKeyTable, table),
-			slog.String(logKeyFormat, string(f)), slog.String(logKeyError, err.Error()))
+			slog.String(logKeyFormat, string(f)), slog.String(logKeyCode, string(store.ErrorCode(err))))
 		return err
 	}
 	if l := r.logger(); l.Enabled(ctx, slog.LevelDebug) {
@@ -161,8 +191,18 @@ func (r *Reader) Table(ctx context.Context, table string, f Format, w io.Writer,
 // DuckDB materializes the whole result before encoding starts, so QueryTimeout and
 // DuckDB's memory_limit, not MaxResultBytes, bound the work of a huge result.
 func (r *Reader) Query(ctx context.Context, sqlText string, params []any, f Format, allowTable func(string) bool) (*Result, error) {
+	return r.PolicyQuery(ctx, sqlText, params, f, allowTable, nil)
+}
+
+// PolicyQuery is Query for a token with policies: policy returns the token's policy on a
+// table, given its canonical name (nil: no table has one). Wherever the query names a
+// table with a policy, it reads the table's policy view instead, the policy's rows and
+// columns only, so that no SQL reaches a row or column outside it (docs/design.md, "Shapes
+// and policies"). Errors: Query's, and CodeUnprocessable for a policy that no longer
+// applies to its table.
+func (r *Reader) PolicyQuery(ctx context.Context, sqlText string, params []any, f Format, allowTable func(string) bool, policy func(string) store.TokenPolicy) (*Result, error) {
 	start := time.Now()
-	res, err := r.query(ctx, sqlText, params, f, allowTable)
+	res, err := r.query(ctx, sqlText, params, f, allowTable, policy)
 	l := r.logger()
 	if err != nil {
 		// Refusals are worth noticing; internal errors are logged by the caller, which
@@ -184,7 +224,7 @@ func (r *Reader) Query(ctx context.Context, sqlText string, params []any, f Form
 	return res, nil
 }
 
-func (r *Reader) query(ctx context.Context, sqlText string, params []any, f Format, allowTable func(string) bool) (*Result, error) {
+func (r *Reader) query(ctx context.Context, sqlText string, params []any, f Format, allowTable func(string) bool, policy func(string) store.TokenPolicy) (*Result, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
@@ -196,7 +236,7 @@ func (r *Reader) query(ctx context.Context, sqlText string, params []any, f Form
 	err = r.DB.Read(ctx, func(tx *store.ReadTx) error {
 		qctx, cancel := context.WithTimeout(ctx, r.queryTimeout())
 		defer cancel()
-		v, err := vet(qctx, tx, sqlText, allowTable)
+		v, err := vet(qctx, tx, sqlText, allowTable, policy)
 		if err != nil {
 			return r.queryError(ctx, qctx, err)
 		}
@@ -208,11 +248,21 @@ func (r *Reader) query(ctx context.Context, sqlText string, params []any, f Form
 			cursors[t.Name] = t.Head
 		}
 		body := &limitedBuffer{max: r.maxResultBytes()}
-		err = tx.QueryArrow(qctx, sqlText, args, func(rr array.RecordReader) error {
+		run := sqlText
+		if v.sql != "" {
+			run = v.sql
+		}
+		err = tx.QueryArrow(qctx, run, args, func(rr array.RecordReader) error {
 			return encode(body, f, rr, r.cursorsJSON(cursors))
 		})
 		if err != nil {
-			return r.queryError(ctx, qctx, err)
+			err = r.queryError(ctx, qctx, err)
+			var se *store.Error
+			if v.sql != "" && errors.As(err, &se) && se.Err != nil && se.Code == store.CodeUnprocessable && !strings.HasPrefix(se.Message, "Binder Error") {
+				// DuckDB's message may quote a value of a row outside the token's policy.
+				err = store.Errorf(store.CodeUnprocessable, "the query failed on a value of a table (a cast or a function's argument); guard it with TRY_CAST or CASE")
+			}
+			return err
 		}
 		res = &Result{Body: body.buf.Bytes(), ContentType: f.ContentType(), Cursors: cursors}
 		return nil
@@ -256,6 +306,18 @@ func (r *Reader) queryError(ctx, qctx context.Context, err error) error {
 		}
 	}
 	return fmt.Errorf("query: %w", err)
+}
+
+// valueError reports whether err is DuckDB's about the query's input (a failed cast, a
+// function's argument), whose message may quote a value.
+func valueError(err error) bool {
+	msg := err.Error()
+	for prefix, code := range duckdbErrorCodes {
+		if code == store.CodeUnprocessable && strings.Contains(msg, prefix+": ") {
+			return true
+		}
+	}
+	return false
 }
 
 // duckdbErrorCodes maps the DuckDB error types that a query itself causes (DuckDB's

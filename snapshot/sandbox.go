@@ -108,6 +108,9 @@ type vetted struct {
 	tables map[string]store.TableInfo
 	// params is the number of positional parameters the query takes.
 	params int
+	// sql is the statement to run instead of the request's when policy views replaced
+	// some of its tables (policy.go); "" to run the request's own.
+	sql string
 }
 
 // vet parses sqlText with DuckDB's parser inside tx, without executing it, and checks it
@@ -115,7 +118,7 @@ type vetted struct {
 // may read a table. Errors (*store.Error): CodeInvalid for an empty query, a syntax error
 // or named parameters; CodeUnprocessable for anything the sandbox refuses; CodeForbidden
 // for a table the caller may not read; CodeNotFound for an unknown table.
-func vet(ctx context.Context, tx *store.ReadTx, sqlText string, allowTable func(string) bool) (*vetted, error) {
+func vet(ctx context.Context, tx *store.ReadTx, sqlText string, allowTable func(string) bool, policy func(string) store.TokenPolicy) (*vetted, error) {
 	out, err := tx.QueryString(ctx, "SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", sqlText)
 	if err != nil {
 		return nil, fmt.Errorf("parse query: %w", err)
@@ -145,21 +148,27 @@ func vet(ctx context.Context, tx *store.ReadTx, sqlText string, allowTable func(
 		return nil, store.Errorf(store.CodeUnprocessable, "only one SELECT statement per request (got %d statements)", len(parsed.Statements))
 	}
 	var stmt struct {
-		Node          any `json:"node"`
 		NamedParamMap []struct {
 			Key string `json:"key"`
 		} `json:"named_param_map"`
 	}
+	var full map[string]any
 	dec := json.NewDecoder(strings.NewReader(string(parsed.Statements[0])))
 	dec.UseNumber()
-	if err := dec.Decode(&stmt); err != nil {
+	if err := dec.Decode(&full); err != nil {
 		return nil, fmt.Errorf("parse query: statement: %w", err)
 	}
-	w := &walker{ctx: ctx, tx: tx, allowTable: allowTable, tables: map[string]store.TableInfo{}}
-	if err := w.walk(stmt.Node, nil); err != nil {
+	if err := json.Unmarshal(parsed.Statements[0], &stmt); err != nil {
+		return nil, fmt.Errorf("parse query: statement: %w", err)
+	}
+	w := &walker{ctx: ctx, tx: tx, allowTable: allowTable, policy: policy, tables: map[string]store.TableInfo{}}
+	if err := w.walk(full["node"], nil); err != nil {
 		return nil, err
 	}
 	v := &vetted{tables: w.tables}
+	if v.sql, err = w.applyPolicyViews(full); err != nil {
+		return nil, err
+	}
 	for _, p := range stmt.NamedParamMap {
 		n, err := strconv.Atoi(p.Key)
 		if err != nil {
@@ -212,7 +221,11 @@ type walker struct {
 	ctx        context.Context
 	tx         *store.ReadTx
 	allowTable func(string) bool
-	tables     map[string]store.TableInfo
+	// policy returns the policy of the caller's token on a table (by canonical name), nil
+	// when none has any; views holds the FROM items policy views replace (policy.go).
+	policy func(string) store.TokenPolicy
+	views  []policyView
+	tables map[string]store.TableInfo
 	// database is the name of the attached database file's catalog, read when needed.
 	database string
 	// depth is the nesting of query nodes at the current point; nodes and refs count
@@ -391,12 +404,10 @@ func (w *walker) checkBaseTable(n map[string]any, sc *scope) error {
 				return store.Errorf(store.CodeUnprocessable, "a CTE may not be named %s: names starting with %s belong to DuckDB's system views", strconv.Quote(name), p)
 			}
 		}
-		if w.tx == nil {
-			return nil
-		}
-		if _, err := w.tx.Table(w.ctx, name); err == nil && (w.allowTable == nil || !w.allowTable(name)) {
-			return store.Errorf(store.CodeForbidden, "this token may not read table %s (a CTE may not take its name)", strconv.Quote(name))
-		}
+		// A CTE may take any other name, also that of a table the caller may not read:
+		// refusing it would tell the caller that such a table exists. Every name the
+		// walker does not take for a CTE in scope is checked as a table (recursive
+		// anchors do not see their own name), as DuckDB binds them.
 		return nil
 	}
 	relation := qualifiedName(catalog, schema, name)
@@ -423,20 +434,21 @@ func (w *walker) checkBaseTable(n map[string]any, sc *scope) error {
 	if err == nil {
 		canonical = info.Name
 	}
-	// Scope first, and the name as written: a token that may not read a table learns
-	// nothing about whether it exists, nor how its name is spelled.
+	// A table the token may not read answers exactly as a missing one, under the name
+	// as written: the token learns nothing about whether it exists, nor how its name is
+	// spelled (docs/design.md, "Shapes and policies").
 	if w.allowTable == nil || !w.allowTable(canonical) {
-		return store.Errorf(store.CodeForbidden, "this token may not read table %s", strconv.Quote(name))
+		return store.Errorf(store.CodeNotFound, "no table named %s; queries may read only ducktail tables", strconv.Quote(name))
 	}
 	if err != nil {
 		var se *store.Error
 		if errors.As(err, &se) && se.Code == store.CodeNotFound {
-			return store.Errorf(store.CodeNotFound, "%s; queries may read only ducktail tables", se.Message)
+			return store.Errorf(store.CodeNotFound, "no table named %s; queries may read only ducktail tables", strconv.Quote(name))
 		}
 		return err
 	}
 	w.tables[store.FoldName(info.Name)] = info
-	return nil
+	return w.policyView(n, name, info)
 }
 
 // databaseName returns the catalog name of the database file, as DuckDB names it.

@@ -102,10 +102,10 @@ func TestSandboxAttacks(t *testing.T) {
 		{"CTE name used outside its scope", "SELECT * FROM (WITH duckdb_settings AS (SELECT 1 AS x) SELECT * FROM duckdb_settings), duckdb_settings", store.CodeUnprocessable, `a CTE may not be named "duckdb_settings"`, nil},
 		{"CTE used before its definition", "WITH a AS (SELECT * FROM duckdb_settings), duckdb_settings AS (SELECT 1 AS x) SELECT * FROM a", store.CodeNotFound, `"duckdb_settings"`, nil},
 		{"non-recursive CTE reading its own name", "WITH RECURSIVE duckdb_settings AS (SELECT * FROM duckdb_settings) SELECT * FROM duckdb_settings", store.CodeNotFound, `"duckdb_settings"`, nil},
-		{"CTE shadowing a forbidden table for a scoped token, reading it", "WITH weather AS (SELECT * FROM secret) SELECT * FROM weather", store.CodeForbidden, `may not read table "secret"`, onlyWeather},
-		{"subquery reading a table the token may not read", "SELECT * FROM weather WHERE temp_max > (SELECT max(x) FROM secret)", store.CodeForbidden, `may not read table "secret"`, onlyWeather},
-		{"join reading a table the token may not read", "SELECT * FROM weather JOIN main.SECRET ON true", store.CodeForbidden, `"SECRET"`, onlyWeather},
-		{"scoped token asking for a missing table", "SELECT * FROM nothing_here", store.CodeForbidden, `"nothing_here"`, onlyWeather},
+		{"CTE shadowing a forbidden table for a scoped token, reading it", "WITH weather AS (SELECT * FROM secret) SELECT * FROM weather", store.CodeNotFound, `no table named "secret"`, onlyWeather},
+		{"subquery reading a table the token may not read", "SELECT * FROM weather WHERE temp_max > (SELECT max(x) FROM secret)", store.CodeNotFound, `no table named "secret"`, onlyWeather},
+		{"join reading a table the token may not read", "SELECT * FROM weather JOIN main.SECRET ON true", store.CodeNotFound, `no table named "SECRET"`, onlyWeather},
+		{"scoped token asking for a missing table", "SELECT * FROM nothing_here", store.CodeNotFound, `no table named "nothing_here"`, onlyWeather},
 		{"long-running query", "SELECT count(*) FROM range(10000000000)", store.CodeTimeout, "500ms", nil},
 		{"huge result", "SELECT * FROM range(10000000)", store.CodeTooLarge, "larger than the limit of 1 MiB", nil},
 	}
@@ -221,7 +221,7 @@ func TestQueryNilAllowTableAllowsNoTable(t *testing.T) {
 	loadWeather(t, db, "weather", 2000)
 	r := newReader(t, db)
 	_, err := r.Query(context.Background(), "SELECT count(*) FROM weather", nil, snapshot.FormatJSON, nil)
-	wantCode(t, "nil allowTable", err, store.CodeForbidden)
+	wantCode(t, "nil allowTable", err, store.CodeNotFound)
 	if _, err := r.Query(context.Background(), "SELECT 1", nil, snapshot.FormatJSON, nil); err != nil {
 		t.Fatalf("a query reading no table with a nil allowTable: %v", err)
 	}
@@ -251,4 +251,81 @@ func readString(t *testing.T, db *store.DB, query string, args ...any) string {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestQueryThroughPolicy: through a token with a policy, a query sees the table only as
+// its policy view, wherever and however it names it; no SQL reaches a row or column
+// outside it, nor a message quoting one.
+func TestQueryThroughPolicy(t *testing.T) {
+	db := openDB(t)
+	r := newReader(t, db)
+	loadWeather(t, db, "weather", 2000)
+	ctx := context.Background()
+	pol, err := r.Shape(ctx, "weather", snapshot.ShapeSpec{Where: "weather = 'sun'"}, store.TokenPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := store.TokenPolicy{Where: pol.Where, Columns: []string{"date", "wind", "weather"}}
+	onlyWeather := func(name string) bool { return store.SameName(name, "weather") }
+	policyOf := func(name string) store.TokenPolicy {
+		if store.SameName(name, "weather") {
+			return policy
+		}
+		return store.TokenPolicy{}
+	}
+	q := func(sql string) (string, error) {
+		res, err := r.PolicyQuery(ctx, sql, nil, snapshot.FormatNDJSON, onlyWeather, policyOf)
+		if err != nil {
+			return "", err
+		}
+		return string(res.Body), nil
+	}
+	visible := queryNDJSON(t, r, "SELECT count(*) AS n FROM weather WHERE weather = 'sun'")
+	for _, sql := range []string{
+		"SELECT count(*) AS n FROM weather",
+		"SELECT count(*) AS n FROM main.weather",
+		"SELECT count(*) AS n FROM WEATHER AS w",
+		"SELECT count(*) AS n FROM (SELECT * FROM weather WHERE true OR weather <> 'sun')",
+		"WITH x AS (SELECT * FROM weather) SELECT count(*) AS n FROM x",
+		"WITH RECURSIVE x AS (SELECT * FROM weather UNION SELECT * FROM x) SELECT count(*) AS n FROM x",
+		"SELECT count(*) AS n FROM weather a JOIN weather b USING (date) WHERE a.weather = b.weather",
+		"SELECT count(*) AS n FROM weather WHERE date IN (SELECT date FROM main.weather)",
+	} {
+		got, err := q(sql)
+		if err != nil || got != visible {
+			t.Errorf("%s: %q, %v; want %q", sql, got, err, visible)
+		}
+	}
+	// The hidden columns are not there, in any form.
+	for _, sql := range []string{
+		"SELECT temp_max FROM weather",
+		"SELECT weather.temp_max FROM weather",
+		"SELECT * EXCLUDE (date) FROM weather WHERE temp_max > 0",
+	} {
+		_, err := q(sql)
+		if se := wantCode(t, sql, err, store.CodeUnprocessable); !strings.Contains(se.Message, "temp_max") || strings.Contains(se.Message, "precipitation") {
+			t.Errorf("%s: %v", sql, se)
+		}
+	}
+	got, err := q("SELECT * FROM weather LIMIT 1")
+	if err != nil || strings.Contains(got, "temp") || strings.Contains(got, "precipitation") || !strings.Contains(got, "wind") {
+		t.Errorf("star: %q, %v", got, err)
+	}
+	got, err = q("DESCRIBE SELECT * FROM weather")
+	if err != nil || strings.Contains(got, "temp_max") {
+		t.Errorf("describe: %q, %v", got, err)
+	}
+	// A cast that fails on a hidden row's value does not quote it.
+	if _, err := q("SELECT * FROM weather WHERE weather::INTEGER = 1"); err == nil || strings.Contains(err.Error(), "rain") {
+		t.Errorf("failed cast: %v", err)
+	}
+	// Another table answers as a missing one.
+	if _, err := db.CreateTable(ctx, "secret", weatherColumns); err != nil {
+		t.Fatal(err)
+	}
+	_, other := q("SELECT * FROM secret")
+	_, missing := q("SELECT * FROM secrez")
+	if store.ErrorCode(other) != store.CodeNotFound || strings.Replace(other.Error(), "secret", "secrez", 1) != missing.Error() {
+		t.Errorf("another table: %v, a missing one: %v", other, missing)
+	}
 }

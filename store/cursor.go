@@ -10,11 +10,20 @@ import (
 	"github.com/google/uuid"
 )
 
-// CursorPrefix starts every cursor of version 1.
+// CursorPrefix starts every cursor of version 1, the cursor of a position read without a
+// shape.
 const CursorPrefix = "r1."
 
-// cursorVersion is the first byte of a version 1 cursor's payload.
-const cursorVersion = 1
+// ShapedCursorPrefix starts every cursor of version 2: a position read through a shape,
+// bound to that shape by its tag (docs/design.md, "Shapes and policies").
+const ShapedCursorPrefix = "r2."
+
+// cursorVersion is the first byte of a version 1 cursor's payload; shapedCursorVersion
+// that of a version 2 cursor.
+const (
+	cursorVersion       = 1
+	shapedCursorVersion = 2
+)
 
 // cursorMACSize is how many bytes of the HMAC-SHA256 a cursor keeps (128 bits).
 const cursorMACSize = 16
@@ -22,8 +31,12 @@ const cursorMACSize = 16
 // cursorPayloadSize: version (1) + table id (8) + activation (16) + seq (8).
 const cursorPayloadSize = 1 + 8 + 16 + 8
 
-// cursorLen is the length of every encoded version 1 cursor.
-var cursorLen = len(CursorPrefix) + base64.RawURLEncoding.EncodedLen(cursorPayloadSize+cursorMACSize)
+// cursorLen is the length of every encoded version 1 cursor, shapedCursorLen that of a
+// version 2 cursor, whose payload adds the shape tag.
+var (
+	cursorLen       = len(CursorPrefix) + base64.RawURLEncoding.EncodedLen(cursorPayloadSize+cursorMACSize)
+	shapedCursorLen = len(ShapedCursorPrefix) + base64.RawURLEncoding.EncodedLen(cursorPayloadSize+ShapeTagSize+cursorMACSize)
+)
 
 // cursorMACContext separates cursor MACs from any other use of the key.
 var cursorMACContext = []byte("ducktail cursor v1\x00")
@@ -62,42 +75,70 @@ func (db *DB) Cursors() *Cursors { return db.cursors }
 // version, table id, activation id, seq (big-endian) and a MAC truncated to 16 bytes.
 // Seq 0 is the position before an activation's first commit (an idle table's baseline);
 // every commit's own cursor has seq ≥ 1.
-func (c *Cursors) Encode(p Position) string {
-	buf := make([]byte, cursorPayloadSize, cursorPayloadSize+sha256.Size)
-	buf[0] = cursorVersion
+func (c *Cursors) Encode(p Position) string { return c.EncodeShaped(p, ShapeTag{}) }
+
+// EncodeShaped returns the cursor of p read through the shape whose tag is tag
+// (Shape.Tag): for the zero tag (no shape) the version 1 cursor Encode returns, else
+// "r2." and the same payload followed by the tag, all under the MAC, so that a cursor is
+// bound to its shape and the binding cannot be forged.
+func (c *Cursors) EncodeShaped(p Position, tag ShapeTag) string {
+	prefix, version, size := CursorPrefix, byte(cursorVersion), cursorPayloadSize
+	if tag != (ShapeTag{}) {
+		prefix, version, size = ShapedCursorPrefix, shapedCursorVersion, cursorPayloadSize+ShapeTagSize
+	}
+	buf := make([]byte, size, size+sha256.Size)
+	buf[0] = version
 	binary.BigEndian.PutUint64(buf[1:9], uint64(p.TableID))
 	copy(buf[9:25], p.Activation[:])
 	binary.BigEndian.PutUint64(buf[25:33], uint64(p.Seq))
+	copy(buf[cursorPayloadSize:], tag[:])
 	buf = append(buf, c.mac(buf)[:cursorMACSize]...)
-	return CursorPrefix + base64.RawURLEncoding.EncodeToString(buf)
+	return prefix + base64.RawURLEncoding.EncodeToString(buf)
 }
 
-// Decode returns the position s encodes. Errors: *CursorError with ReasonNumericCursor for
-// a bare decimal number, ReasonInvalidCursor for anything not shaped like a version 1
-// cursor, ReasonTamperedCursor when the MAC does not match.
+// Decode returns the position s encodes, a cursor of either version; DecodeShaped also
+// returns the shape it is bound to. Errors: as DecodeShaped's.
 func (c *Cursors) Decode(s string) (Position, error) {
+	p, _, err := c.DecodeShaped(s)
+	return p, err
+}
+
+// DecodeShaped returns the position s encodes and the tag of the shape it was read
+// through (the zero tag for a version 1 cursor). Errors: *CursorError with
+// ReasonNumericCursor for a bare decimal number, ReasonInvalidCursor for anything not
+// shaped like a cursor of version 1 or 2, ReasonTamperedCursor when the MAC does not
+// match.
+func (c *Cursors) DecodeShaped(s string) (Position, ShapeTag, error) {
 	if s != "" && strings.Trim(s, "0123456789") == "" {
-		return Position{}, &CursorError{Reason: ReasonNumericCursor}
+		return Position{}, ShapeTag{}, &CursorError{Reason: ReasonNumericCursor}
 	}
-	if len(s) != cursorLen || !strings.HasPrefix(s, CursorPrefix) {
-		return Position{}, &CursorError{Reason: ReasonInvalidCursor}
+	prefix, version, size := CursorPrefix, byte(cursorVersion), cursorPayloadSize
+	if strings.HasPrefix(s, ShapedCursorPrefix) {
+		prefix, version, size = ShapedCursorPrefix, shapedCursorVersion, cursorPayloadSize+ShapeTagSize
+		if len(s) != shapedCursorLen {
+			return Position{}, ShapeTag{}, &CursorError{Reason: ReasonInvalidCursor}
+		}
+	} else if len(s) != cursorLen || !strings.HasPrefix(s, CursorPrefix) {
+		return Position{}, ShapeTag{}, &CursorError{Reason: ReasonInvalidCursor}
 	}
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(s[len(CursorPrefix):])
-	if err != nil || len(raw) != cursorPayloadSize+cursorMACSize || raw[0] != cursorVersion {
-		return Position{}, &CursorError{Reason: ReasonInvalidCursor}
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(s[len(prefix):])
+	if err != nil || len(raw) != size+cursorMACSize || raw[0] != version {
+		return Position{}, ShapeTag{}, &CursorError{Reason: ReasonInvalidCursor}
 	}
-	payload, mac := raw[:cursorPayloadSize], raw[cursorPayloadSize:]
+	payload, mac := raw[:size], raw[size:]
 	if !hmac.Equal(mac, c.mac(payload)[:cursorMACSize]) {
-		return Position{}, &CursorError{Reason: ReasonTamperedCursor}
+		return Position{}, ShapeTag{}, &CursorError{Reason: ReasonTamperedCursor}
 	}
+	var tag ShapeTag
+	copy(tag[:], payload[cursorPayloadSize:])
 	var p Position
 	p.TableID = int64(binary.BigEndian.Uint64(payload[1:9]))
 	p.Activation = uuid.UUID(payload[9:25])
 	p.Seq = int64(binary.BigEndian.Uint64(payload[25:33]))
 	if p.TableID <= 0 || p.Seq < 0 {
-		return Position{}, &CursorError{Reason: ReasonInvalidCursor}
+		return Position{}, ShapeTag{}, &CursorError{Reason: ReasonInvalidCursor}
 	}
-	return p, nil
+	return p, tag, nil
 }
 
 func (c *Cursors) mac(payload []byte) []byte {

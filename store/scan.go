@@ -22,6 +22,14 @@ const DefaultScanChunkRows = 122_880
 // snapshot of any size holds one chunk in memory at a time. The reader is valid only
 // during fn. Errors: DuckDB's, fn's.
 func (tx *ReadTx) ScanTable(ctx context.Context, info TableInfo, chunkRows int64, fn func(array.RecordReader) error) error {
+	return tx.ScanShaped(ctx, info, nil, chunkRows, fn)
+}
+
+// ScanShaped is ScanTable through shape (nil for the whole table): DuckDB filters each
+// chunk by the shape's predicate and keeps the shape's columns, so that the reader's
+// records are shaped by shape.Project(&info.Schema).Arrow() (docs/design.md, "Shapes and
+// policies"). Errors: DuckDB's, fn's.
+func (tx *ReadTx) ScanShaped(ctx context.Context, info TableInfo, shape *Shape, chunkRows int64, fn func(array.RecordReader) error) error {
 	a, err := tx.Activation(ctx, info.ID, info.Head.Activation)
 	if err != nil {
 		return err
@@ -36,6 +44,9 @@ func (tx *ReadTx) ScanTable(ctx context.Context, info TableInfo, chunkRows int64
 		cols[i] = QuoteIdent(physicalColumn(c.ID)) + " AS " + QuoteIdent(c.Name)
 	}
 	query := "SELECT " + strings.Join(cols, ", ") + " FROM " + physical + " WHERE rowid >= ? AND rowid < ?"
+	if !shape.Empty() {
+		query = "SELECT " + shape.SelectList(&info.Schema) + " FROM (" + query + ") AS " + QuoteIdent(ShapeRelation) + shape.whereClause()
+	}
 	return tx.conn.Raw(func(dc any) error {
 		ar, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
 		if err != nil {

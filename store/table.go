@@ -85,6 +85,11 @@ func (db *DB) Tables() []TableInfo {
 	return out
 }
 
+// TableNotFound returns the error of a table named name that does not exist (CodeNotFound,
+// wrapping ErrTableNotFound): the api answers it for a table outside a token's scope too,
+// so that a token cannot tell the two apart (docs/design.md, "Shapes and policies").
+func TableNotFound(name string) error { return tableNotFound(name) }
+
 func tableNotFound(name string) error {
 	return &Error{Code: CodeNotFound, Message: "no table named " + quoteForMessage(name), Err: ErrTableNotFound}
 }

@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"encoding/base32"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -47,9 +48,25 @@ type Token struct {
 	ExpiresAt time.Time
 	// RevokedAt is zero for a token that is not revoked.
 	RevokedAt time.Time
+	// Policy limits what the token reads of its table; zero for the whole table.
+	Policy TokenPolicy
 
 	secretHash []byte
 }
+
+// TokenPolicy is a row and column policy on a token scoped to one table: everything the
+// token reads of it (snapshot, query, stream, replay) is the rows Where matches, with
+// only Columns (docs/design.md, "Shapes and policies"). The api compiles it, as a shape,
+// with package snapshot's sandbox; the store keeps it as text.
+type TokenPolicy struct {
+	// Where is a row predicate as DuckDB renders it back, "" for every row.
+	Where string
+	// Columns are column names; nil means every column.
+	Columns []string
+}
+
+// Empty reports whether p limits nothing.
+func (p TokenPolicy) Empty() bool { return p.Where == "" && p.Columns == nil }
 
 // Expired reports whether t has expired at now.
 func (t Token) Expired(now time.Time) bool { return !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt) }
@@ -86,6 +103,16 @@ var tokenEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 // Errors: CodeInvalid (admin tokens cannot be scoped to a table, negative ttl, bad table
 // name), ErrClosed.
 func (db *DB) CreateToken(ctx context.Context, purpose Purpose, table string, ttl time.Duration) (Token, string, error) {
+	return db.CreatePolicyToken(ctx, purpose, table, ttl, TokenPolicy{})
+}
+
+// CreatePolicyToken is CreateToken with a policy, which the caller has checked (package
+// snapshot compiles it against the table). Errors: CreateToken's, and CodeInvalid for a
+// policy on an admin token or on a token not limited to a table.
+func (db *DB) CreatePolicyToken(ctx context.Context, purpose Purpose, table string, ttl time.Duration, policy TokenPolicy) (Token, string, error) {
+	if !policy.Empty() && (purpose == PurposeAdmin || purpose == PurposeIngest || table == "") {
+		return Token{}, "", &Error{Code: CodeInvalid, Message: "a policy (where, columns) needs a query or stream token limited to a table", Field: "where"}
+	}
 	if _, err := ParsePurpose(string(purpose)); err != nil {
 		return Token{}, "", err
 	}
@@ -111,20 +138,30 @@ func (db *DB) CreateToken(ctx context.Context, purpose Purpose, table string, tt
 	secret := strings.ToLower(tokenEncoding.EncodeToString(secretBytes))
 	hash := sha256.Sum256([]byte(secret))
 	now := db.Now().UTC()
-	t := Token{ID: hex.EncodeToString(idBytes), Purpose: purpose, Table: table, CreatedAt: now, secretHash: hash[:]}
+	t := Token{ID: hex.EncodeToString(idBytes), Purpose: purpose, Table: table, CreatedAt: now, Policy: policy, secretHash: hash[:]}
 	if ttl > 0 {
 		t.ExpiresAt = now.Add(ttl)
 	}
 	_, err := db.change(ctx, func(ctx context.Context, tx *writeTx) (func(), []Event, any, error) {
-		var expires, scope any
+		var expires, scope, where, columns any
 		if !t.ExpiresAt.IsZero() {
 			expires = t.ExpiresAt
 		}
 		if table != "" {
 			scope = table
 		}
-		if err := tx.exec(ctx, `INSERT INTO ducktail_catalog.tokens (id, secret_sha256, purpose, table_name, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			t.ID, t.secretHash, string(t.Purpose), scope, t.CreatedAt, expires); err != nil {
+		if policy.Where != "" {
+			where = policy.Where
+		}
+		if policy.Columns != nil {
+			b, err := json.Marshal(policy.Columns)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			columns = string(b)
+		}
+		if err := tx.exec(ctx, `INSERT INTO ducktail_catalog.tokens (id, secret_sha256, purpose, table_name, created_at, expires_at, policy_where, policy_columns) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			t.ID, t.secretHash, string(t.Purpose), scope, t.CreatedAt, expires, where, columns); err != nil {
 			return nil, nil, nil, err
 		}
 		return func() { db.tokens[t.ID] = t }, nil, nil, nil
@@ -234,7 +271,7 @@ func splitToken(s string) (id, secret string, ok bool) {
 }
 
 func (db *DB) loadTokens(ctx context.Context) error {
-	rows, err := db.sqlDB.QueryContext(ctx, `SELECT id, secret_sha256, purpose, coalesce(table_name, ''), created_at, expires_at, revoked_at FROM ducktail_catalog.tokens`)
+	rows, err := db.sqlDB.QueryContext(ctx, `SELECT id, secret_sha256, purpose, coalesce(table_name, ''), created_at, expires_at, revoked_at, coalesce(policy_where, ''), policy_columns FROM ducktail_catalog.tokens`)
 	if err != nil {
 		return fmt.Errorf("load tokens: %w", err)
 	}
@@ -244,8 +281,14 @@ func (db *DB) loadTokens(ctx context.Context) error {
 		var t Token
 		var purpose string
 		var expires, revoked sql.NullTime
-		if err := rows.Scan(&t.ID, &t.secretHash, &purpose, &t.Table, &t.CreatedAt, &expires, &revoked); err != nil {
+		var columns sql.NullString
+		if err := rows.Scan(&t.ID, &t.secretHash, &purpose, &t.Table, &t.CreatedAt, &expires, &revoked, &t.Policy.Where, &columns); err != nil {
 			return fmt.Errorf("load tokens: %w", err)
+		}
+		if columns.Valid {
+			if err := json.Unmarshal([]byte(columns.String), &t.Policy.Columns); err != nil {
+				return fmt.Errorf("load tokens: policy columns of %s: %w", t.ID, err)
+			}
 		}
 		t.Purpose = Purpose(purpose)
 		t.ExpiresAt, t.RevokedAt = expires.Time, revoked.Time

@@ -38,6 +38,7 @@ type sharedCommit struct {
 	cursor     string
 	payloads   [2]lazyPayload // by Encoding
 	frames     [3][2]lazyFrame
+	shaped     shapedCommits // through each shape in use (shape.go)
 }
 
 type lazyPayload struct {

@@ -104,6 +104,7 @@ type Hub struct {
 	replays     *replayCache
 	replayRate  *rate.Limiter
 	replayReads chan struct{} // a slot per replay read from the table in progress
+	shapes      shapesInUse   // the distinct shapes of each table's sessions (shape.go)
 	// replaying counts the sessions whose replay is in progress; replayRead counts the
 	// commits replay read from the table.
 	replaying  atomic.Int64
@@ -276,6 +277,9 @@ type SubscribeRequest struct {
 	// Cursor is the Last-Event-ID or ?cursor= value, already checked by CheckLastEventID;
 	// "" starts a new subscription at the current baseline.
 	Cursor string
+	// Shape is what the stream carries of the table (snapshot.Reader.Shape compiles it):
+	// nil for every row and column (docs/design.md, "Shapes and policies").
+	Shape *store.Shape
 }
 
 // Subscribe registers a subscription at the head of req.Table's log, before anything is read, so
@@ -313,6 +317,7 @@ func (h *Hub) Subscribe(req SubscribeRequest) (*Session, error) {
 	s := newSession(h, req, info, log)
 	h.sessions[s] = struct{}{}
 	h.perToken[req.Token.ID]++
+	h.shapes.add(info.ID, s.shape, s.shapeKey)
 	return s, nil
 }
 
@@ -336,6 +341,7 @@ func (h *Hub) remove(s *Session) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.sessions, s)
+	h.shapes.remove(s.tableID, s.shapeKey)
 	if s.log.sessions--; s.log.sessions == 0 && h.logs[s.tableID] == s.log {
 		delete(h.logs, s.tableID)
 	}

@@ -40,7 +40,7 @@ type replay struct {
 // event. Every unusable cursor ends the stream with refresh-required (docs/design.md, "The
 // cursor").
 func (s *Session) startReplay(ctx context.Context) error {
-	pos, err := s.hub.cursors.Decode(s.cursor)
+	pos, tag, err := s.hub.cursors.DecodeShaped(s.cursor)
 	if err != nil {
 		var ce *store.CursorError
 		if errors.As(err, &ce) {
@@ -48,6 +48,10 @@ func (s *Session) startReplay(ctx context.Context) error {
 			return nil
 		}
 		return err
+	}
+	if tag != s.shapeTag {
+		s.refresh(ReasonShapeMismatch)
+		return nil
 	}
 	var reason string
 	var r replay
@@ -153,7 +157,7 @@ func (s *Session) replayNext(ctx context.Context) error {
 		}
 		keys := make([]replayKey, len(commits))
 		for i, c := range commits {
-			keys[i] = replayKey{activation: a.ID, seq: c.Seq, framing: s.framing, encoding: s.encoding}
+			keys[i] = replayKey{activation: a.ID, seq: c.Seq, framing: s.framing, encoding: s.encoding, shape: s.shapeKey}
 		}
 		chunkBytes = bytes
 		var owned []bool
@@ -171,6 +175,11 @@ func (s *Session) replayNext(ctx context.Context) error {
 	}
 	if errors.Is(err, errReplayFrameTooLarge) {
 		s.refresh(ReasonReplayLimit)
+		return nil
+	}
+	var shapeErr *shapeError
+	if errors.As(err, &shapeErr) {
+		s.out = append(s.out, s.shapeFailure())
 		return nil
 	}
 	if errors.Is(err, errReplayCapacity) {
@@ -239,13 +248,25 @@ func (s *Session) fillReplay(ctx context.Context, tx *store.ReadTx, a store.Acti
 			return ctx.Err()
 		}
 		err := tx.ReadCommits(ctx, a, s.replay.schemas, commits[start:end], func(c store.CommitInfo, schema *store.Schema, recs []arrow.RecordBatch) error {
-			p, err := batchPayload(s.encoding, schema.Arrow(), recs)
+			shaped, as, release, err := s.shapeRecords(ctx, schema, recs)
+			if err != nil {
+				return err
+			}
+			rows := c.Rows
+			if !s.shape.Empty() {
+				rows = 0
+				for _, r := range shaped {
+					rows += r.NumRows()
+				}
+			}
+			p, err := batchPayload(s.encoding, as, shaped)
+			release()
 			if err != nil {
 				return err
 			}
 			pos := store.Position{TableID: a.TableID, Activation: a.ID, Seq: c.Seq}
-			f, err := dataFrame(s.framing, EventBatch, s.hub.cursors.Encode(pos), p,
-				CommitMeta{Position: pos, Rows: c.Rows, CommittedAt: c.CommittedAt, Replayed: true})
+			f, err := dataFrame(s.framing, EventBatch, s.encodeCursor(pos), p,
+				CommitMeta{Position: pos, Rows: rows, CommittedAt: c.CommittedAt, Replayed: true})
 			if err != nil {
 				return err
 			}

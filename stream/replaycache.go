@@ -25,6 +25,7 @@ type replayKey struct {
 	seq        int64
 	framing    Framing
 	encoding   Encoding
+	shape      string // the shape's key (store.Shape.Key), "" for none
 }
 
 // replayEntry is one replayed batch frame in the cache. Until ready is closed it is a

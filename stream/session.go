@@ -24,6 +24,10 @@ type Session struct {
 	framing  Framing
 	encoding Encoding
 	cursor   string
+	// shape is what the stream carries of its table, with its key and tag (shape.go).
+	shape    *store.Shape
+	shapeKey string
+	shapeTag store.ShapeTag
 	// deadline is when max_stream_age ends the stream (zero: never), jittered per session.
 	deadline time.Time
 
@@ -59,6 +63,7 @@ func newSession(h *Hub, req SubscribeRequest, info store.TableInfo, log *tableLo
 	s := &Session{
 		hub: h, table: info.Name, tableID: info.ID, token: req.Token,
 		framing: req.Framing, encoding: req.Encoding, cursor: req.Cursor,
+		shape: req.Shape, shapeKey: req.Shape.Key(), shapeTag: req.Shape.Tag(),
 		wake: make(chan struct{}, 1), log: log,
 	}
 	head, _ := log.state()
@@ -334,9 +339,9 @@ func (s *Session) deliver(it item) bool {
 		if e.Schema.Version != s.schemaVersion && !s.appendSchema(e.Schema) {
 			return false
 		}
-		f, err := it.commit.frame(s.framing, s.encoding)
+		f, err := s.commitFrame(it.commit)
 		if err != nil {
-			s.out = append(s.out, s.internalFailure(err))
+			s.out = append(s.out, s.failure(err))
 			return false
 		}
 		s.out = append(s.out, f)
@@ -349,6 +354,9 @@ func (s *Session) deliver(it item) bool {
 // appendSchema adds a schema event for schema, whose id is the last delivered position:
 // a schema change acknowledges no data (docs/design.md, "The stream").
 func (s *Session) appendSchema(schema *store.Schema) bool {
+	if !s.checkShape(schema) {
+		return false
+	}
 	f, err := s.schemaFrame(schema)
 	if err != nil {
 		s.out = append(s.out, s.internalFailure(err))
@@ -361,11 +369,20 @@ func (s *Session) appendSchema(schema *store.Schema) bool {
 }
 
 func (s *Session) schemaFrame(schema *store.Schema) (Frame, error) {
-	p, err := schemaPayload(s.encoding, schema)
+	p, err := schemaPayload(s.encoding, s.shape.Project(schema))
 	if err != nil {
 		return Frame{}, err
 	}
-	return dataFrame(s.framing, EventSchema, s.hub.cursors.Encode(s.pos), p, CommitMeta{})
+	return dataFrame(s.framing, EventSchema, s.encodeCursor(s.pos), p, CommitMeta{})
+}
+
+// failure is the terminal frame of err: a shape's failure, or an internal one.
+func (s *Session) failure(err error) Frame {
+	var se *shapeError
+	if errors.As(err, &se) {
+		return s.shapeFailure()
+	}
+	return s.internalFailure(err)
 }
 
 func (s *Session) internalFailure(err error) Frame {

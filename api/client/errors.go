@@ -32,6 +32,9 @@ var (
 	ErrNoCursor = errors.New("the snapshot answer carries no cursor for the table")
 	// ErrNoTable: LiveQuery needs Options.Table to read snapshots.
 	ErrNoTable = errors.New("LiveQuery needs Options.Table")
+	// ErrShapeWithSQL: LiveQuery takes a Shape or SQL, not both: a query's cursor is the
+	// whole table's, which a shaped stream cannot continue.
+	ErrShapeWithSQL = errors.New("LiveQuery takes Options.Shape or LiveOptions.SQL, not both")
 )
 
 // Problem is an RFC 9457 problem details object, the body of every refusal ducktail sends

@@ -41,11 +41,15 @@ type LiveOptions struct {
 // It returns what Stream returns, with these differences: *RefreshRequiredError only
 // when a fresh snapshot returned the very cursor the server refused; ErrNoTable when
 // opts.Table is ""; ErrNoCursor when a snapshot answer lacks the table's cursor (the SQL
-// does not read the table); *StatusError for a snapshot refusal too (404 once the table
+// does not read the table); ErrShapeWithSQL when opts has both a Shape and SQL (a query's
+// cursor is the whole table's, which a shaped stream cannot continue); *StatusError for a snapshot refusal too (404 once the table
 // is dropped).
 func LiveQuery(ctx context.Context, baseURL, token string, opts LiveOptions) error {
 	if opts.Table == "" {
 		return ErrNoTable
+	}
+	if opts.SQL != "" && !opts.Shape.IsZero() {
+		return ErrShapeWithSQL
 	}
 	c, err := newConsumer(baseURL, token, opts.Options)
 	if err != nil {

@@ -38,6 +38,11 @@ type Options struct {
 	// it opens (no backfill); a cursor from an earlier batch, schema or snapshot resumes
 	// exactly after it (docs/design.md, "Start position").
 	Cursor string
+	// Shape is what the stream carries of the table: the rows its predicate matches,
+	// with its columns; the zero Shape is every row and column. A cursor belongs to the
+	// shape it was read through: resuming it with another shape is refresh-required
+	// (reason shape_mismatch), so LiveQuery's snapshots are read through the same shape.
+	Shape Shape
 	// Framing is the framing asked for in Accept; FramingSSE when "".
 	Framing Framing
 	// HTTPClient sends the requests. Its Timeout must be 0, since a stream has no end;

@@ -58,7 +58,7 @@ func (c *consumer) fetchSnapshot(ctx context.Context, sql string, params []any) 
 	var err error
 	table := url.PathEscape(c.opts.Table)
 	if sql == "" {
-		req, err = http.NewRequestWithContext(connCtx, http.MethodGet, c.base.JoinPath("v1", "tables", table, "snapshot").String(), nil)
+		req, err = http.NewRequestWithContext(connCtx, http.MethodGet, c.opts.Shape.query(c.base.JoinPath("v1", "tables", table, "snapshot").String()), nil)
 	} else {
 		body, jerr := json.Marshal(struct {
 			SQL    string `json:"sql"`

@@ -172,9 +172,9 @@ func (c *consumer) pause(ctx context.Context, cause error, delay time.Duration) 
 // streamURL is GET /v1/tables/{table}/stream, or /stream/{token} without a table.
 func (c *consumer) streamURL() string {
 	if c.opts.Table != "" {
-		return c.base.JoinPath("v1", "tables", url.PathEscape(c.opts.Table), "stream").String()
+		return c.opts.Shape.query(c.base.JoinPath("v1", "tables", url.PathEscape(c.opts.Table), "stream").String())
 	}
-	return c.base.JoinPath("stream", url.PathEscape(c.token)).String()
+	return c.opts.Shape.query(c.base.JoinPath("stream", url.PathEscape(c.token)).String())
 }
 
 // connect makes one connection and reads it until it ends, handing its events to the

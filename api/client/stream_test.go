@@ -36,7 +36,7 @@ func TestRefusalsStopWithStatusError(t *testing.T) {
 		{"malformed token", "t", "garbage", "", 400, "invalid"},
 		{"unknown token", "t", "dt_0123456789abcdef_" + strings.Repeat("a", 52), "", 401, "unauthorized"},
 		{"wrong purpose", "t", ingest, "", 403, "forbidden"},
-		{"wrong table", "t", streamU, "", 403, "forbidden"},
+		{"wrong table", "t", streamU, "", 404, "not_found"},
 		{"Last-Event-ID too long", "t", e.admin, strings.Repeat("r", 600), 400, "invalid"},
 	}
 	for _, tc := range cases {

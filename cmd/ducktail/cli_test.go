@@ -110,6 +110,12 @@ func TestCLIWalkThrough(t *testing.T) {
 		t.Fatalf("token list:\n%s", out)
 	}
 	st.cli(t, "token", "revoke", id)
+	// A policy token reads only its policy's rows and columns.
+	out = st.cli(t, "token", "create", "query", "--table", "weather", "--where", "weather = 'snow'", "--columns", "date,weather")
+	policy := strings.TrimSpace(strings.SplitN(out, "\n", 2)[0])
+	if out, err := st.tryCLI("query", "SELECT weather, count(*) AS n FROM weather GROUP BY ALL", "--token", policy, "--format", "csv"); err != nil || strings.Contains(out, "sun") || !strings.Contains(out, "snow") {
+		t.Fatalf("query through the policy: %v\n%s", err, out)
+	}
 	if _, err := st.tryCLI("table", "list", "--token", secret); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("revoked token: %v", err)
 	}

@@ -20,7 +20,8 @@ import (
 // says the position cannot be continued (refresh-required: the table was reset).
 func newTailCommand(cfg *clientConfig) *cobra.Command {
 	var fromNow, fromSnapshot bool
-	var cursor, format string
+	var cursor, format, where string
+	var columns []string
 	cmd := &cobra.Command{
 		Use:   "tail TABLE",
 		Short: "Print a table's rows as they are committed (--from-now, --from-snapshot or --cursor); status on stderr",
@@ -30,7 +31,12 @@ func newTailCommand(cfg *clientConfig) *cobra.Command {
 --from-snapshot prints the table first, then every later commit, nothing missing and
 nothing twice; --cursor resumes after a cursor (from a batch, an ingest answer or a
 snapshot's Ducktail-Cursor header). The connection status and every reconnect go to
-stderr. If the table is reset, tail prints its new contents and goes on.`,
+stderr. If the table is reset, tail prints its new contents and goes on.
+
+--where and --columns shape what tail prints: only the rows the DuckDB expression
+matches (--where "region = 'eu' AND amount > 10"), with only the columns named
+(--columns id,amount). The server filters, for the snapshot and every commit alike; a
+cursor belongs to the shape it was read through.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			starts := 0
@@ -58,7 +64,7 @@ stderr. If the table is reset, tail prints its new contents and goes on.`,
 				return err
 			}
 			return tail(cmd.Context(), c, args[0], dtclient.LiveOptions{
-				Options:           dtclient.Options{Table: args[0], Cursor: cursor},
+				Options:           dtclient.Options{Table: args[0], Cursor: cursor, Shape: dtclient.Shape{Where: where, Columns: columns}},
 				StartWithSnapshot: fromSnapshot,
 			}, p, errOut)
 		},
@@ -67,6 +73,8 @@ stderr. If the table is reset, tail prints its new contents and goes on.`,
 	f.BoolVar(&fromNow, "from-now", false, "print the commits after tail connects (the default)")
 	f.BoolVar(&fromSnapshot, "from-snapshot", false, "print the table first, then every later commit")
 	f.StringVar(&cursor, "cursor", "", "print the commits after this cursor")
+	f.StringVar(&where, "where", "", "print only the rows this DuckDB boolean expression matches")
+	f.StringSliceVar(&columns, "columns", nil, "print only these columns, comma-separated")
 	f.StringVar(&format, "format", "", "table, ndjson or csv (default: table on a terminal, ndjson otherwise)")
 	return cmd
 }

@@ -238,3 +238,68 @@ func TestTailHelpAndRefusals(t *testing.T) {
 		t.Fatalf("tail of a missing table: %v, want 404 not_found: …", err)
 	}
 }
+
+// TestTailShaped runs `ducktail tail t --from-snapshot --where … --columns n`: it prints
+// only the matching rows with only the named column, the snapshot's and the later
+// commits' alike.
+func TestTailShaped(t *testing.T) {
+	dir := t.TempDir()
+	m := startMain(t, dir, "127.0.0.1:0")
+	defer m.Close(context.Background())
+	cfg := clientConfig{server: m.URL, dataDir: dir}
+	c, err := cfg.newClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.doJSON("POST", "/v1/tables", map[string]any{"name": "t", "columns": []map[string]string{{"name": "n", "type": "BIGINT"}, {"name": "s", "type": "VARCHAR"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ingest := func(first, count int) {
+		t.Helper()
+		var b strings.Builder
+		for n := first; n < first+count; n++ {
+			fmt.Fprintf(&b, "{\"n\":%d,\"s\":\"row %d\"}\n", n, n)
+		}
+		req, err := c.request("POST", "/v1/tables/t/rows", strings.NewReader(b.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-ndjson")
+		resp, err := c.do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	ingest(1, 6)
+	var stdout, stderr lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	root := newRootCommand()
+	root.SetArgs([]string{"tail", "t", "--server", m.URL, "--data-dir", dir, "--from-snapshot", "--format", "ndjson", "--where", "n % 2 = 0", "--columns", "n"})
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	lines := func() []string { return strings.Split(strings.TrimSpace(stdout.String()), "\n") }
+	waitRows := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for len(lines()) < n || !strings.Contains(stderr.String(), ": live") {
+			if time.Now().After(deadline) {
+				t.Fatalf("waiting for %d rows; stdout:\n%s\nstderr:\n%s", n, stdout.String(), stderr.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitRows(3)
+	ingest(7, 4)
+	waitRows(5)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("tail returned %v", err)
+	}
+	if got := strings.Join(lines(), " "); got != `{"n":2} {"n":4} {"n":6} {"n":8} {"n":10}` {
+		t.Fatalf("tail printed %s", got)
+	}
+}

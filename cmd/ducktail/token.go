@@ -22,7 +22,8 @@ type tokenInfo struct {
 
 func newTokenCommand(cfg *clientConfig) *cobra.Command {
 	cmd := &cobra.Command{Use: "token", Short: "Create, list and revoke tokens (admin)"}
-	var table, ttl string
+	var table, ttl, where string
+	var columns []string
 	create := &cobra.Command{
 		Use:   "create PURPOSE",
 		Short: "Create a token for admin, ingest, query or stream; prints its secret once",
@@ -33,7 +34,14 @@ func newTokenCommand(cfg *clientConfig) *cobra.Command {
 				return err
 			}
 			var t tokenInfo
-			if err := c.doJSON("POST", "/v1/tokens", map[string]string{"purpose": args[0], "table": table, "ttl": ttl}, &t); err != nil {
+			body := map[string]any{"purpose": args[0], "table": table, "ttl": ttl}
+			if where != "" {
+				body["where"] = where
+			}
+			if columns != nil {
+				body["columns"] = columns
+			}
+			if err := c.doJSON("POST", "/v1/tokens", body, &t); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), t.Token)
@@ -43,6 +51,8 @@ func newTokenCommand(cfg *clientConfig) *cobra.Command {
 	}
 	create.Flags().StringVar(&table, "table", "", "limit the token to one table")
 	create.Flags().StringVar(&ttl, "ttl", "", "expire the token after this long, e.g. 24h (default: never)")
+	create.Flags().StringVar(&where, "where", "", "a row policy on --table: the token reads only the rows this DuckDB boolean expression matches")
+	create.Flags().StringSliceVar(&columns, "columns", nil, "a column policy on --table: the token reads only these columns, comma-separated")
 	cmd.AddCommand(create,
 		listCommand(cfg, "List tokens (never their secrets)", "/v1/tokens", "ID\tPURPOSE\tTABLE\tCREATED\tEXPIRES\tREVOKED",
 			func(w io.Writer, out *struct{ Tokens []tokenInfo }) {

@@ -1,0 +1,2 @@
+ALTER TABLE ducktail_catalog.tokens DROP COLUMN policy_columns;
+ALTER TABLE ducktail_catalog.tokens DROP COLUMN policy_where;
