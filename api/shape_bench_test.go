@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -69,14 +68,14 @@ func BenchmarkShapedFanOut(b *testing.B) {
 				}
 			}
 			expect("READY")
-			cpu := processCPU(b)
+			cpu := processCPU()
 			b.ResetTimer()
 			for i := 1; i <= b.N; i++ {
 				e.post(b, "flights", "application/json", body)
 				expect(strconv.Itoa(i))
 			}
 			b.StopTimer()
-			cpu = processCPU(b) - cpu
+			cpu = processCPU() - cpu
 			lat := make([]time.Duration, 0, shapeBenchSubscribers*b.N)
 			for lines.Scan() && lines.Text() != "END" {
 				seq, at, _ := strings.Cut(lines.Text(), " ")
@@ -95,15 +94,6 @@ func BenchmarkShapedFanOut(b *testing.B) {
 			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/commit")
 		})
 	}
-}
-
-// processCPU returns the CPU time this process has used, user and system.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // shapedFanOutEnv makes the test binary the client process of BenchmarkShapedFanOut:
