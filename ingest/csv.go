@@ -74,7 +74,7 @@ func (csvDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, error
 				continue
 			}
 			if err := b.appendText(f); err != nil {
-				return nil, locate(err, rows, line, s.Columns[colOf[i]].Name)
+				return nil, locate(inside(err, s.Columns[colOf[i]].Name), rows, line, "")
 			}
 		}
 	}

@@ -291,7 +291,7 @@ func arrowSpecs(schema *arrow.Schema) ([]store.ColumnSpec, error) {
 					Message: "Arrow field " + quoteValue(f.Name) + " repeats " + quoteValue(prev.Name) + " (column names are case-insensitive)"}
 			}
 		}
-		t, err := store.TypeFromArrow(f.Type)
+		t, err := store.TypeFromArrowField(f)
 		if err == nil {
 			// TypeFromArrow does not check a decimal's precision and scale.
 			t, err = store.ParseType(string(t))

@@ -178,12 +178,15 @@ func TestInferArrow(t *testing.T) {
 		{Name: "ns", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}},
 		{Name: "zoned", Type: &arrow.TimestampType{Unit: arrow.Second, TimeZone: "Asia/Tokyo"}},
 		{Name: "money", Type: &arrow.Decimal128Type{Precision: 12, Scale: 2}},
+		{Name: "tags", Type: arrow.LargeListOf(arrow.BinaryTypes.StringView)},
+		{Name: "id", Type: &arrow.FixedSizeBinaryType{ByteWidth: 16}, Metadata: arrow.NewMetadata([]string{"ARROW:extension:name"}, []string{"arrow.uuid"})},
 	}
 	want := []store.ColumnSpec{
 		{Name: "i8", Type: "TINYINT"}, {Name: "u64", Type: "UBIGINT"}, {Name: "f16", Type: "FLOAT"},
 		{Name: "big", Type: "VARCHAR"}, {Name: "cat", Type: "VARCHAR"}, {Name: "raw", Type: "BLOB"},
-		{Name: "d64", Type: "DATE"}, {Name: "t32", Type: "TIME"}, {Name: "ns", Type: "TIMESTAMP"},
+		{Name: "d64", Type: "DATE"}, {Name: "t32", Type: "TIME"}, {Name: "ns", Type: "TIMESTAMP_NS"},
 		{Name: "zoned", Type: "TIMESTAMPTZ"}, {Name: "money", Type: "DECIMAL(12,2)"},
+		{Name: "tags", Type: "VARCHAR[]"}, {Name: "id", Type: "UUID"},
 	}
 	schema := arrow.NewSchema(fields, nil)
 	for _, file := range []bool{false, true} {
@@ -201,7 +204,8 @@ func TestInferArrow(t *testing.T) {
 		code   store.Code
 		column string
 	}{
-		{"list field", []arrow.Field{{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int8)}}, store.CodeUnprocessable, "l"},
+		{"null field", []arrow.Field{{Name: "l", Type: arrow.Null}}, store.CodeUnprocessable, "l"},
+		{"null member", []arrow.Field{{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "n", Type: arrow.Null})}}, store.CodeUnprocessable, "s"},
 		{"decimal precision past 38", []arrow.Field{{Name: "d", Type: &arrow.Decimal128Type{Precision: 40, Scale: 2}}}, store.CodeUnprocessable, "d"},
 		{"duplicate", []arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int8}, {Name: "A", Type: arrow.PrimitiveTypes.Int8}}, store.CodeInvalid, "A"},
 		{"bad name", []arrow.Field{{Name: "tab\there", Type: arrow.PrimitiveTypes.Int8}}, store.CodeInvalid, "tab\there"},

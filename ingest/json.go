@@ -171,7 +171,7 @@ func (v *jsonDecodeVisitor) member(name string, val jsonValue) error {
 	}
 	v.seen[ci] = v.row
 	if err := v.cols[ci].appendJSON(val); err != nil {
-		return locate(err, 0, 0, col)
+		return inside(err, col)
 	}
 	return nil
 }

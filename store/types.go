@@ -193,11 +193,32 @@ func (n *TypeNode) arrowFields() []arrow.Field {
 // (null, decimals past 38 digits, structs with no or duplicate member names, …) are a
 // CodeUnprocessable *Error naming the type.
 func TypeFromArrow(dt arrow.DataType) (Type, error) {
-	n, err := nodeFromArrow(dt, 0)
+	return TypeFromArrowField(arrow.Field{Type: dt})
+}
+
+// TypeFromArrowField is TypeFromArrow for a field, which also reads an extension type
+// named only in the field's metadata ("ARROW:extension:name", Arrow columnar format,
+// "Extension Types"), as a reader that has not registered it sees it: arrow.uuid over
+// fixed_size_binary(16) is UUID, arrow.json over a string layout is JSON, and any other
+// extension is its storage type.
+func TypeFromArrowField(f arrow.Field) (Type, error) {
+	n, err := nodeFromField(f, 0)
 	if err != nil {
 		return "", err
 	}
 	return n.Type(), nil
+}
+
+func nodeFromField(f arrow.Field, depth int) (*TypeNode, error) {
+	if name, ok := f.Metadata.GetValue("ARROW:extension:name"); ok {
+		switch {
+		case name == "arrow.uuid" && arrow.TypeEqual(f.Type, &arrow.FixedSizeBinaryType{ByteWidth: 16}):
+			return &TypeNode{Kind: KindScalar, Scalar: TypeUUID}, nil
+		case name == "arrow.json" && (f.Type.ID() == arrow.STRING || f.Type.ID() == arrow.LARGE_STRING || f.Type.ID() == arrow.STRING_VIEW):
+			return &TypeNode{Kind: KindScalar, Scalar: TypeJSON}, nil
+		}
+	}
+	return nodeFromArrow(f.Type, depth)
 }
 
 func nodeFromArrow(dt arrow.DataType, depth int) (*TypeNode, error) {
@@ -265,23 +286,23 @@ func nodeFromArrow(dt arrow.DataType, depth int) (*TypeNode, error) {
 	case *arrow.RunEndEncodedType:
 		return nodeFromArrow(dt.Encoded(), depth)
 	case *arrow.FixedSizeListType:
-		elem, err := nodeFromArrow(dt.Elem(), depth+1)
+		elem, err := nodeFromField(dt.ElemField(), depth+1)
 		if err != nil {
 			return nil, err
 		}
 		return &TypeNode{Kind: KindArray, Elem: elem, Size: int(dt.Len())}, nil
 	case *arrow.MapType:
-		k, err := nodeFromArrow(dt.KeyType(), depth+1)
+		k, err := nodeFromField(dt.KeyField(), depth+1)
 		if err != nil {
 			return nil, err
 		}
-		v, err := nodeFromArrow(dt.ItemType(), depth+1)
+		v, err := nodeFromField(dt.ItemField(), depth+1)
 		if err != nil {
 			return nil, err
 		}
 		return &TypeNode{Kind: KindMap, Key: k, Value: v}, nil
 	case arrow.ListLikeType:
-		elem, err := nodeFromArrow(dt.Elem(), depth+1)
+		elem, err := nodeFromField(dt.ElemField(), depth+1)
 		if err != nil {
 			return nil, err
 		}
@@ -308,7 +329,7 @@ func fieldsFromArrow(kind Kind, fields []arrow.Field, depth int, unsupported fun
 			return nil, unsupported(fmt.Sprintf(": member name %s is empty or not unique", quoteForMessage(f.Name)))
 		}
 		seen[FoldName(f.Name)] = true
-		t, err := nodeFromArrow(f.Type, depth+1)
+		t, err := nodeFromField(f, depth+1)
 		if err != nil {
 			return nil, err
 		}
