@@ -191,11 +191,10 @@ func toDecimal128(src arrow.Array, t store.Type, base int) (arrow.Array, error) 
 		if !src.IsValid(i) {
 			continue
 		}
-		n := decimal128.FromBigInt(b)
-		if n.BigInt().Cmp(b) != 0 || !n.FitsInPrecision(prec) {
+		if b.BitLen() > 126 || !decimal128.FromBigInt(b).FitsInPrecision(prec) {
 			return nil, rowError(base+i+1, "value %s does not fit %s exactly", decimal256.FromBigInt(b).ToString(dt.GetScale()), t)
 		}
-		out[i] = n
+		out[i] = decimal128.FromBigInt(b)
 	}
 	return withValues(&arrow.Decimal128Type{Precision: prec, Scale: dt.GetScale()}, src, out), nil
 }

@@ -15,7 +15,8 @@ import (
 // from JSON objects (members matched by name, exact then case-insensitive; missing ones
 // NULL), MAP from JSON objects (member names are the keys, read as the key type reads a
 // JSON string), UNION from any value the first member type in declaration order takes.
-// In CSV a nested field is that JSON text (docs/api.md, "Column types"). Errors name the
+// In CSV a nested field is that JSON text, a UNION field its member's text (docs/api.md,
+// "Column types"). Errors name the
 // path inside the value in store.Error.Column: "geometry.coordinates[1]", list and array
 // positions counted from 0.
 
@@ -320,24 +321,38 @@ func (b *unionBuilder) appendNull() {
 	b.codes = append(b.codes, 0)
 }
 
-func (b *unionBuilder) appendText(s string) error { return nestedText(b, s) }
+// appendText appends a CSV field as the first member whose type reads the text: a
+// UNION's CSV form is its member's.
+func (b *unionBuilder) appendText(s string) error {
+	return b.appendFirst(func(c columnBuilder) error { return c.appendText(s) },
+		func() error { return valueError("value " + quoteValue(s) + " fits no member of " + cut(string(b.typ))) })
+}
 
 func (b *unionBuilder) appendJSON(v jsonValue) error {
 	if v.kind == jsonNull {
 		b.appendNull()
 		return nil
 	}
+	return b.appendFirst(func(c columnBuilder) error { return c.appendJSON(v) },
+		func() error { return jsonTypeError(v, b.typ) })
+}
+
+// appendFirst appends with add to the first member whose type takes the value, tried on
+// a scratch builder first, and NULL to the others; none taking it is refuse's error.
+func (b *unionBuilder) appendFirst(add func(columnBuilder) error, refuse func() error) error {
 	for k, t := range b.members {
 		probe, err := newColumnBuilder(t)
 		if err != nil {
 			return err
 		}
-		if probe.appendJSON(v) != nil {
+		if add(probe) != nil {
 			continue
 		}
 		for i, f := range b.fields {
 			if i == k {
-				_ = f.appendJSON(v)
+				if err := add(f); err != nil {
+					return err
+				}
 			} else {
 				f.appendNull()
 			}
@@ -345,7 +360,7 @@ func (b *unionBuilder) appendJSON(v jsonValue) error {
 		b.codes = append(b.codes, int8(k))
 		return nil
 	}
-	return jsonTypeError(v, b.typ)
+	return refuse()
 }
 
 func (b *unionBuilder) finish() arrow.Array {

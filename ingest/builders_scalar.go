@@ -71,8 +71,19 @@ func (b *hugeintBuilder) pushBig(n *big.Int, in shown) error {
 	if n.Cmp(lo) < 0 || n.Cmp(maxHugeint) > 0 {
 		return valueError("value " + in.String() + " is out of range for " + string(b.typ))
 	}
-	b.push(decimal128.FromBigInt(n))
+	b.push(int128(n))
 	return nil
+}
+
+// int128 returns n, within -2^127 to 2^127-1, as the two's-complement 128-bit value
+// (decimal128.FromBigInt refuses -2^127).
+func int128(n *big.Int) decimal128.Num {
+	u := new(big.Int).Set(n)
+	if u.Sign() < 0 {
+		u.Add(u, new(big.Int).Lsh(big.NewInt(1), 128))
+	}
+	lo := new(big.Int).And(u, new(big.Int).SetUint64(^uint64(0))).Uint64()
+	return decimal128.New(int64(new(big.Int).Rsh(u, 64).Uint64()), lo)
 }
 
 // uuidBuilder builds UUID columns (utf8 in Arrow, as DuckDB exports them): text in any

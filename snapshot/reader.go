@@ -122,7 +122,11 @@ func (r *Reader) Table(ctx context.Context, table string, f Format, w io.Writer,
 			if r.Cursor != nil {
 				cursor = valuetext.AppendJSONString([]byte(`"cursor":`), r.Cursor(info.Head))
 			}
-			return encode(w, f, rr, cursor)
+			types := make([]string, len(info.Schema.Columns))
+			for i, c := range info.Schema.Columns {
+				types[i] = string(c.Type)
+			}
+			return encode(w, f, rr, cursor, types)
 		})
 	})
 	if err != nil {
@@ -209,7 +213,7 @@ func (r *Reader) query(ctx context.Context, sqlText string, params []any, f Form
 		}
 		body := &limitedBuffer{max: r.maxResultBytes()}
 		err = tx.QueryArrow(qctx, sqlText, args, func(rr array.RecordReader) error {
-			return encode(body, f, rr, r.cursorsJSON(cursors))
+			return encode(body, f, rr, r.cursorsJSON(cursors), nil)
 		})
 		if err != nil {
 			return r.queryError(ctx, qctx, err)

@@ -38,6 +38,7 @@ var typeCases = []struct{ in, want string }{
 	{`STRUCT(Lat INT, "A b" INT, "x""y" INT, "日本" INT, "select" INT)`, `STRUCT(Lat INTEGER, "A b" INTEGER, "x""y" INTEGER, "日本" INTEGER, "select" INTEGER)`},
 	{"map(varchar, integer)", "MAP(VARCHAR, INTEGER)"},
 	{"map(int, struct(a int[])[])", "MAP(INTEGER, STRUCT(a INTEGER[])[])"},
+	{"map(varchar, struct(x double[]))", "MAP(VARCHAR, STRUCT(x DOUBLE[]))"},
 	{"union(a int, b varchar)", "UNION(a INTEGER, b VARCHAR)"},
 	{"enum('a','it''s', '')", "ENUM('a', 'it''s', '')"},
 	{`STRUCT("x); DROP TABLE t; --" INT)`, `STRUCT("x); DROP TABLE t; --" INTEGER)`},
