@@ -315,3 +315,41 @@ func TestNestedValueErrorsNameThePath(t *testing.T) {
 		t.Fatalf("refused bodies committed rows: %v", rows)
 	}
 }
+
+// TestGeoJSONFeaturesInferNestedColumns ingests the USGS earthquake features one per
+// NDJSON line with ?create=true: properties and geometry become STRUCTs, coordinates a
+// DOUBLE[], as DuckDB's read_json infers them, and SQL reaches into them directly.
+func TestGeoJSONFeaturesInferNestedColumns(t *testing.T) {
+	e := newEnv(t, options{})
+	var doc struct{ Features []json.RawMessage }
+	if err := json.Unmarshal(readFile(t, "earthquakes-50.json"), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var lines bytes.Buffer
+	for _, f := range doc.Features {
+		if err := json.Compact(&lines, f); err != nil {
+			t.Fatal(err)
+		}
+		lines.WriteByte('\n')
+	}
+	e.ingest(t, "quakes?create=true", "application/x-ndjson", lines.Bytes(), http.StatusCreated)
+	var info struct{ Columns []struct{ Name, Type string } }
+	e.do(t, "GET", "/v1/tables/quakes", e.admin, nil).json(t, &info)
+	types := map[string]string{}
+	for _, c := range info.Columns {
+		types[c.Name] = c.Type
+	}
+	if types["geometry"] != `STRUCT("type" VARCHAR, coordinates DOUBLE[])` || types["id"] != "VARCHAR" ||
+		!strings.HasPrefix(types["properties"], `STRUCT(mag DOUBLE, place VARCHAR, "time" BIGINT, updated BIGINT, tz BIGINT, url VARCHAR,`) {
+		t.Fatalf("inferred %v", types)
+	}
+	q := e.queryJSON(t, "SELECT id, properties.place AS place, geometry.coordinates[2] AS lat, len(geometry.coordinates) AS n FROM quakes WHERE id = 'ci37868143'")
+	if got := fmt.Sprint(q.Rows); got != "[map[id:ci37868143 lat:34.4945 n:3 place:4km W of Castaic, CA]]" {
+		t.Fatalf("query over the nested columns: %s", got)
+	}
+	// A value that does not fit the inferred type names its path.
+	r := e.do(t, "POST", "/v1/tables/quakes/rows", e.admin, []byte(`{"geometry":{"coordinates":[1,"x"]}}`), "Content-Type: application/x-ndjson")
+	if p := r.problem(t); r.status != http.StatusUnprocessableEntity || p.Column != "geometry.coordinates[1]" || p.Row != 1 || !strings.Contains(p.Detail, `"x" is not a DOUBLE`) {
+		t.Fatalf("bad coordinate: %d %+v", r.status, p)
+	}
+}

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -218,4 +219,41 @@ func TestInferArrow(t *testing.T) {
 	}
 	e := inferErr(t, arrowStreamType, "not arrow")
 	wantError(t, e, store.CodeInvalid, 0, 0, "", "not a valid Arrow IPC stream")
+}
+
+// TestInferJSONNested infers STRUCT, LIST and MAP from objects and arrays the way
+// DuckDB's read_json does, and decodes the body under the inferred types.
+func TestInferJSONNested(t *testing.T) {
+	many := make([]string, maxInferredMembers+1)
+	for i := range many {
+		many[i] = fmt.Sprintf(`"k%d":%d`, i, i)
+	}
+	rows := []string{
+		`{"geometry":{"type":"Point","coordinates":[-122.5,38,2]},"tags":["a"],"props":{"mag":1,"felt":null},"sizes":[[1],[2,3]],"mixed":[1,"a"],"wide":{` + strings.Join(many, ",") + `},"empty":[],"pair":{"a":1}}`,
+		`{"geometry":{"TYPE":"Point","coordinates":[1,2.5]},"tags":[],"props":{"mag":1.5,"place":"x","when":"2024-01-01"},"sizes":null,"mixed":[true],"wide":{"z":1.5},"empty":[null],"pair":{"b":[1]}}`,
+	}
+	want := []store.ColumnSpec{
+		{Name: "geometry", Type: `STRUCT("type" VARCHAR, coordinates DOUBLE[])`},
+		{Name: "tags", Type: "VARCHAR[]"},
+		{Name: "props", Type: "STRUCT(mag DOUBLE, felt VARCHAR, place VARCHAR, \"when\" DATE)"},
+		{Name: "sizes", Type: "BIGINT[][]"},
+		{Name: "mixed", Type: "JSON[]"},
+		{Name: "wide", Type: "MAP(VARCHAR, DOUBLE)"},
+		{Name: "empty", Type: "VARCHAR[]"},
+		{Name: "pair", Type: "STRUCT(a BIGINT, b BIGINT[])"},
+	}
+	if got := inferOK(t, ndjsonType, strings.Join(rows, "\n")); !slices.Equal(got, want) {
+		t.Errorf("specs = %v\nwant %v", got, want)
+	}
+	for _, c := range []struct{ body, typ string }{
+		{`{"a":{"x":1}}` + "\n" + `{"a":[1]}`, "VARCHAR"},
+		{`{"a":{"x":1}}` + "\n" + `{"a":"text"}`, "VARCHAR"},
+		{`{"a":{}}`, "JSON"},
+		{`{"a":{"":1}}`, "MAP(VARCHAR, BIGINT)"},
+		{`{"a":[1e999]}`, "JSON[]"},
+	} {
+		if got := inferOK(t, ndjsonType, c.body); got[0].Type != c.typ {
+			t.Errorf("%s: inferred %s, want %s", c.body, got[0].Type, c.typ)
+		}
+	}
 }
