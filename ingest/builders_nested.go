@@ -52,46 +52,54 @@ func jsonText(s string) (jsonValue, error) {
 	return v, nil
 }
 
-// jsonElements calls fn with each element of a JSON array text that the scanner has
-// already validated.
-func jsonElements(text string, fn func(i int, v jsonValue) error) error {
-	sc := &jsonScanner{s: text, p: 1, line: 1}
-	if err := sc.skipSpace(); err != nil || sc.s[sc.p] == ']' {
-		return err
-	}
-	for i := 0; ; i++ {
-		v, err := sc.value(0)
-		if err != nil {
-			return err
-		}
-		if err := fn(i, v); err != nil {
-			return err
-		}
-		if err := sc.skipSpace(); err != nil {
-			return err
-		}
-		if sc.s[sc.p] != ',' {
-			return nil
-		}
-		sc.p++
-		if err := sc.skipSpace(); err != nil {
-			return err
-		}
-	}
+// jsonIter reads the elements of a JSON array text or the members of a JSON object text
+// that the scanner has already validated, one at a time; a builder keeps one, so that
+// reading nested values allocates nothing but what unescaping needs.
+type jsonIter struct {
+	sc      jsonScanner
+	started bool
 }
 
-// memberVisitor adapts a function to jsonRowVisitor, to read one object's members.
-type memberVisitor func(name string, v jsonValue) error
+// reset starts reading the composite text.
+func (it *jsonIter) reset(text string) {
+	it.sc = jsonScanner{s: text, p: 1, line: 1, buf: it.sc.buf}
+	it.started = false
+}
 
-func (memberVisitor) startRow(int) error                      { return nil }
-func (f memberVisitor) member(name string, v jsonValue) error { return f(name, v) }
-func (memberVisitor) endRow()                                 {}
-
-// jsonMembers calls fn with each member of a JSON object text that the scanner has
-// already validated.
-func jsonMembers(text string, fn func(name string, v jsonValue) error) error {
-	sc := &jsonScanner{s: text, line: 1}
-	return sc.object(memberVisitor(fn))
+// next returns the next element (name "") or member; ok is false after the last.
+func (it *jsonIter) next(object bool) (name string, v jsonValue, ok bool, err error) {
+	sc := &it.sc
+	if err = sc.skipSpace(); err != nil {
+		return
+	}
+	if c := sc.s[sc.p]; c == ']' || c == '}' {
+		return
+	}
+	if it.started {
+		sc.p++ // ','
+		if err = sc.skipSpace(); err != nil {
+			return
+		}
+	}
+	it.started = true
+	if object {
+		raw, escaped, err := sc.scanString()
+		if err != nil {
+			return "", v, false, err
+		}
+		if name = raw; escaped {
+			name = sc.unescape(raw)
+		}
+		if err = sc.skipSpace(); err != nil {
+			return "", v, false, err
+		}
+		sc.p++ // ':'
+		if err = sc.skipSpace(); err != nil {
+			return "", v, false, err
+		}
+	}
+	v, err = sc.value(0)
+	return name, v, err == nil, err
 }
 
 // nestedText appends CSV text to a nested builder through its JSON form.
@@ -107,6 +115,7 @@ func nestedText(b columnBuilder, s string) error {
 type listBuilder struct {
 	typ     store.Type
 	size    int
+	it      jsonIter
 	elem    columnBuilder
 	offsets []int32
 	valid   validity
@@ -134,15 +143,22 @@ func (b *listBuilder) appendJSON(v jsonValue) error {
 		return jsonTypeError(v, b.typ)
 	}
 	n := 0
-	err := jsonElements(v.text, func(i int, e jsonValue) error {
+	b.it.reset(v.text)
+	for {
+		_, e, ok, err := b.it.next(false)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
 		n++
 		if b.size > 0 && n > b.size {
-			return nil
+			continue
 		}
-		return inside(b.elem.appendJSON(e), "["+strconv.Itoa(i)+"]")
-	})
-	if err != nil {
-		return err
+		if err := b.elem.appendJSON(e); err != nil {
+			return inside(err, "["+strconv.Itoa(n-1)+"]")
+		}
 	}
 	if b.size > 0 && n != b.size {
 		return valueError("JSON array of " + strconv.Itoa(n) + " elements cannot be stored in a " + string(b.typ) + " column")
@@ -172,6 +188,7 @@ func (b *listBuilder) finish() arrow.Array {
 // structBuilder builds STRUCT columns from JSON objects.
 type structBuilder struct {
 	typ    store.Type
+	it     jsonIter
 	names  []string
 	fields []columnBuilder
 	set    []int // row that last set each member
@@ -212,8 +229,19 @@ func (b *structBuilder) appendJSON(v jsonValue) error {
 		return jsonTypeError(v, b.typ)
 	}
 	b.row++
-	err := jsonMembers(v.text, func(name string, m jsonValue) error {
-		i := b.member(name)
+	b.it.reset(v.text)
+	for k := 0; ; k++ {
+		name, m, ok, err := b.it.next(true)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		i := k
+		if i >= len(b.names) || b.names[i] != name {
+			i = b.member(name)
+		}
 		if i < 0 {
 			return inside(valueError("unknown member "+quoteValue(name)+" of "+cut(string(b.typ))), name)
 		}
@@ -221,10 +249,9 @@ func (b *structBuilder) appendJSON(v jsonValue) error {
 			return inside(valueError("member "+quoteValue(name)+" is set a second time"), b.names[i])
 		}
 		b.set[i] = b.row
-		return inside(b.fields[i].appendJSON(m), b.names[i])
-	})
-	if err != nil {
-		return err
+		if err := b.fields[i].appendJSON(m); err != nil {
+			return inside(err, b.names[i])
+		}
 	}
 	for i, r := range b.set {
 		if r != b.row {
@@ -251,6 +278,8 @@ func (b *structBuilder) finish() arrow.Array {
 // repeat within one value.
 type mapBuilder struct {
 	typ          store.Type
+	it           jsonIter
+	seen         map[string]bool
 	keys, values columnBuilder
 	offsets      []int32
 	valid        validity
@@ -273,20 +302,28 @@ func (b *mapBuilder) appendJSON(v jsonValue) error {
 		return jsonTypeError(v, b.typ)
 	}
 	n := 0
-	seen := map[string]bool{}
-	err := jsonMembers(v.text, func(name string, m jsonValue) error {
-		if seen[name] {
-			return inside(valueError("map key "+quoteValue(name)+" appears twice"), "["+quoteValue(name)+"]")
+	clear(b.seen)
+	b.it.reset(v.text)
+	for {
+		name, m, ok, err := b.it.next(true)
+		if err != nil {
+			return err
 		}
-		seen[name] = true
+		if !ok {
+			break
+		}
+		at := func() string { return "[" + quoteValue(name) + "]" }
+		if b.seen[name] {
+			return inside(valueError("map key "+quoteValue(name)+" appears twice"), at())
+		}
+		b.seen[name] = true
 		n++
 		if err := b.keys.appendJSON(jsonValue{kind: jsonString, text: name}); err != nil {
-			return inside(err, "["+quoteValue(name)+"]")
+			return inside(err, at())
 		}
-		return inside(b.values.appendJSON(m), "["+quoteValue(name)+"]")
-	})
-	if err != nil {
-		return err
+		if err := b.values.appendJSON(m); err != nil {
+			return inside(err, at())
+		}
 	}
 	b.offsets = append(b.offsets, b.offsets[len(b.offsets)-1]+int32(n))
 	b.valid.add(true)
@@ -410,7 +447,7 @@ func newNestedBuilder(t store.Type) (columnBuilder, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &mapBuilder{typ: t, keys: k, values: v, offsets: []int32{0}}, nil
+		return &mapBuilder{typ: t, seen: map[string]bool{}, keys: k, values: v, offsets: []int32{0}}, nil
 	case store.KindEnum:
 		return newEnumBuilder(t), nil
 	}

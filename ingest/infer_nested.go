@@ -82,18 +82,20 @@ func (s *jsonShape) add(v jsonValue) {
 		if s.elem == nil {
 			s.elem = &jsonShape{}
 		}
-		_ = jsonElements(v.text, func(_ int, e jsonValue) error {
+		var it jsonIter
+		it.reset(v.text)
+		for _, e, ok, _ := it.next(false); ok; _, e, ok, _ = it.next(false) {
 			s.elem.add(e)
-			return nil
-		})
+		}
 	case shapeObject:
 		if s.members == nil {
 			s.members = map[string]*jsonShape{}
 		}
-		_ = jsonMembers(v.text, func(name string, m jsonValue) error {
+		var it jsonIter
+		it.reset(v.text)
+		for name, m, ok, _ := it.next(true); ok; name, m, ok, _ = it.next(true) {
 			s.member(name).add(m)
-			return nil
-		})
+		}
 	}
 }
 
