@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -18,65 +19,41 @@ import (
 	"github.com/ducktail/ducktail/valuetext"
 )
 
-// everyType is a table of every column type (docs/api.md, "Column types"), in the
-// spelling a user might send and the canonical spelling ducktail answers with.
-var everyType = []struct{ name, spelling, canonical string }{
-	{"b", "bool", "BOOLEAN"},
-	{"i8", "TINYINT", "TINYINT"},
-	{"i16", "int2", "SMALLINT"},
-	{"i32", "INT", "INTEGER"},
-	{"i64", "BIGINT", "BIGINT"},
-	{"h", "int128", "HUGEINT"},
-	{"u8", "UTINYINT", "UTINYINT"},
-	{"u16", "USMALLINT", "USMALLINT"},
-	{"u32", "UINTEGER", "UINTEGER"},
-	{"u64", "UBIGINT", "UBIGINT"},
-	{"uh", "UHUGEINT", "UHUGEINT"},
-	{"f", "REAL", "FLOAT"},
-	{"d", "DOUBLE", "DOUBLE"},
-	{"dec", "numeric(38, 10)", "DECIMAL(38,10)"},
-	{"s", "TEXT", "VARCHAR"},
-	{"blob", "BLOB", "BLOB"},
-	{"day", "DATE", "DATE"},
-	{"tod", "TIME", "TIME"},
-	{"ts", "TIMESTAMP", "TIMESTAMP"},
-	{"ts_s", "timestamp_s", "TIMESTAMP_S"},
-	{"ts_ms", "TIMESTAMP_MS", "TIMESTAMP_MS"},
-	{"ts_ns", "TIMESTAMP_NS", "TIMESTAMP_NS"},
-	{"tstz", "timestamp with time zone", "TIMESTAMPTZ"},
-	{"iv", "INTERVAL", "INTERVAL"},
-	{"id", "uuid", "UUID"},
-	{"mood", "ENUM('sad','ok','happy')", "ENUM('sad', 'ok', 'happy')"},
-	{"doc", "JSON", "JSON"},
-	{"tags", "text[]", "VARCHAR[]"},
-	{"pair", "INT[2]", "INTEGER[2]"},
-	{"geo", "struct(lat double, tags varchar[])", "STRUCT(lat DOUBLE, tags VARCHAR[])"},
-	{"attrs", "MAP(VARCHAR, INT)", "MAP(VARCHAR, INTEGER)"},
-	{"u", "UNION(num INT, str TEXT)", "UNION(num INTEGER, str VARCHAR)"},
-	{"deep", "STRUCT(a STRUCT(b INT[])[])", "STRUCT(a STRUCT(b INTEGER[])[])"},
+// everyTypeFile is testdata/every-type.json: a table of every column type
+// (docs/api.md, "Column types") in the spelling a user might send and the canonical
+// spelling ducktail answers with, one row of values, and that row in the snapshot's JSON.
+type everyTypeFile struct {
+	Columns []struct {
+		Name, Type, Canonical string
+	}
+	Row          json.RawMessage
+	SnapshotJSON string `json:"snapshot_json"`
 }
 
-// everyTypeRow is one NDJSON row with a value in every column of everyType.
-const everyTypeRow = `{"b":true,"i8":-128,"i16":32767,"i32":-2147483648,"i64":9007199254740993,` +
-	`"h":"-170141183460469231731687303715884105728","u8":255,"u16":65535,"u32":4294967295,` +
-	`"u64":18446744073709551615,"uh":"170141183460469231731687303715884105727","f":0.5,"d":-1.25e300,` +
-	`"dec":"1234567890123456789012345678.0123456789","s":"tab\there","blob":"AAEC","day":"2024-02-29",` +
-	`"tod":"12:34:56.789","ts":"2024-02-29 12:00:00.123456","ts_s":"2024-02-29T12:00:01",` +
-	`"ts_ms":"2024-02-29T12:00:01.5","ts_ns":"2024-02-29T12:00:01.123456","tstz":"2024-02-29T12:00:00+02:00",` +
-	`"iv":"P1Y2M3DT4H5M6.5S","id":"{A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11}","mood":"happy",` +
-	`"doc":{"k":[1,2,{"x":null}]},"tags":["a",null,"c"],"pair":[1,2],"geo":{"lat":38.5,"tags":["x"]},` +
-	`"attrs":{"k1":1,"k2":null},"u":"word","deep":{"a":[{"b":[1,2]},null]}}`
+var (
+	everyType     []struct{ name, spelling, canonical string }
+	everyTypeRow  string
+	everyTypeJSON string
+)
 
-// everyTypeJSON is that row in the snapshot's JSON (integers as exact numbers).
-const everyTypeJSON = `{"b":true,"i8":-128,"i16":32767,"i32":-2147483648,"i64":9007199254740993,` +
-	`"h":-170141183460469231731687303715884105728,"u8":255,"u16":65535,"u32":4294967295,` +
-	`"u64":18446744073709551615,"uh":170141183460469231731687303715884105727,"f":0.5,"d":-1.25e+300,` +
-	`"dec":1234567890123456789012345678.0123456789,"s":"tab\there","blob":"AAEC","day":"2024-02-29",` +
-	`"tod":"12:34:56.789","ts":"2024-02-29T12:00:00.123456","ts_s":"2024-02-29T12:00:01",` +
-	`"ts_ms":"2024-02-29T12:00:01.5","ts_ns":"2024-02-29T12:00:01.123456","tstz":"2024-02-29T10:00:00Z",` +
-	`"iv":"P1Y2M3DT4H5M6.5S","id":"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11","mood":"happy",` +
-	`"doc":"{\"k\":[1,2,{\"x\":null}]}","tags":["a",null,"c"],"pair":[1,2],"geo":{"lat":38.5,"tags":["x"]},` +
-	`"attrs":{"k1":1,"k2":null},"u":"word","deep":{"a":[{"b":[1,2]},null]}}`
+func init() {
+	raw, err := os.ReadFile("../testdata/every-type.json")
+	if err != nil {
+		panic(err)
+	}
+	var f everyTypeFile
+	if err := json.Unmarshal(raw, &f); err != nil {
+		panic(err)
+	}
+	for _, c := range f.Columns {
+		everyType = append(everyType, struct{ name, spelling, canonical string }{c.Name, c.Type, c.Canonical})
+	}
+	var row bytes.Buffer
+	if err := json.Compact(&row, f.Row); err != nil {
+		panic(err)
+	}
+	everyTypeRow, everyTypeJSON = row.String(), f.SnapshotJSON
+}
 
 // everyTypeNulls is the all-NULL row in the same JSON.
 func everyTypeNulls() string {
