@@ -1,6 +1,6 @@
 // Arrow IPC payloads of the stream and the snapshot, decoded with apache-arrow, and the
 // text and numbers the page shows for their values.
-import { DateUnit, Type, tableFromIPC, util } from 'apache-arrow';
+import { DateUnit, IntervalUnit, Type, tableFromIPC, util } from 'apache-arrow';
 
 const fromBase64 = Uint8Array.fromBase64
   ? (text) => Uint8Array.fromBase64(text)
@@ -66,6 +66,17 @@ export function formatValue(type, value) {
     case Type.LargeBinary:
     case Type.FixedSizeBinary:
       return `${value.length} bytes`;
+    case Type.List:
+    case Type.FixedSizeList:
+    case Type.Struct:
+    case Type.Map:
+      // Nested values as JSON text; 64-bit integers inside as their digits.
+      return JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
+    case Type.Interval:
+      if (type.unit === IntervalUnit.MONTH_DAY_NANO) {
+        const nanos = BigInt(value[2] >>> 0) + (BigInt(value[3]) << 32n);
+        return `${value[0]} months ${value[1]} days ${nanos / 1000n} µs`;
+      }
   }
   switch (typeof value) {
     case 'string':
