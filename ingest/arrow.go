@@ -92,6 +92,11 @@ func (d arrowDecoder) Decode(body []byte, s *store.Schema) (rec arrow.RecordBatc
 		inBody[ci] = true
 		colOf[j] = ci
 	}
+	// Nested values may repeat (overlapping list views, dictionaries, runs) far past the
+	// body's size; bound them as the rows are (8 bytes a slot).
+	if err := checkExpansion(batches, colOf, s, arrowBudget(len(body))/8); err != nil {
+		return nil, err
+	}
 	cols := make([]arrow.Array, len(s.Columns))
 	defer func() {
 		for _, c := range cols {
@@ -108,7 +113,7 @@ func (d arrowDecoder) Decode(body []byte, s *store.Schema) (rec arrow.RecordBatc
 			a, err := convertArrow(b.Column(j), c.Type, base)
 			if err != nil {
 				releaseAll(chunks)
-				return nil, locate(err, 0, 0, c.Name)
+				return nil, inside(err, c.Name)
 			}
 			chunks = append(chunks, a)
 			base += int(b.NumRows())
@@ -128,18 +133,39 @@ func (d arrowDecoder) Decode(body []byte, s *store.Schema) (rec arrow.RecordBatc
 	return array.NewRecordBatch(s.Arrow(), cols, int64(n)), nil
 }
 
-// rowBytes is a lower bound of the bytes one decoded row of s takes: the values of
-// fixed-width columns (a byte for BOOLEAN) and the offsets of VARCHAR and BLOB.
+// rowBytes is a lower bound of the bytes one decoded row of s takes (slotBytes of each
+// column's Arrow type).
 func rowBytes(s *store.Schema) int64 {
 	w := int64(1)
 	for _, c := range s.Columns {
-		if fw, ok := c.Type.Arrow().(arrow.FixedWidthDataType); ok {
-			w += int64(max(fw.BitWidth()/8, 1))
-		} else {
-			w += 4
-		}
+		w = addSat(w, slotBytes(c.Type.Arrow()))
 	}
 	return w
+}
+
+// slotBytes is a lower bound of the bytes one value of dt takes: a fixed width's values
+// (a byte for BOOLEAN), the offsets of variable-length layouts, a dictionary's index,
+// every member of a struct or sparse union (and its type code), and n elements of a
+// fixed-size list, which a NULL takes too.
+func slotBytes(dt arrow.DataType) int64 {
+	switch dt := dt.(type) {
+	case *arrow.FixedSizeListType:
+		return max(1, int64(dt.Len())*slotBytes(dt.Elem()))
+	case *arrow.StructType, *arrow.SparseUnionType:
+		w := int64(0)
+		if dt.ID() == arrow.SPARSE_UNION {
+			w = 1
+		}
+		for _, f := range dt.(arrow.NestedType).Fields() {
+			w = addSat(w, slotBytes(f.Type))
+		}
+		return max(w, 1)
+	case *arrow.DictionaryType:
+		return slotBytes(dt.IndexType)
+	case arrow.FixedWidthDataType:
+		return int64(max(dt.BitWidth()/8, 1))
+	}
+	return 4
 }
 
 // goAllocator allocates Go memory, so that decoded records are garbage-collected.

@@ -37,6 +37,15 @@ func remap(err error, base int, where func(child int) (row int, seg string, ok b
 	return err
 }
 
+// releaseSome releases the arrays that are not nil.
+func releaseSome(as []arrow.Array) {
+	for _, a := range as {
+		if a != nil {
+			a.Release()
+		}
+	}
+}
+
 // take returns the values of a at idx (-1 for NULL) as a new array of a's type, joining
 // slices of consecutive runs.
 func take(a arrow.Array, idx []int) (arrow.Array, error) {
@@ -266,7 +275,7 @@ func convertStruct(s *array.Struct, n *store.TypeNode, t store.Type, base int) (
 		return nil, err
 	}
 	children := make([]arrow.Array, len(n.Fields))
-	defer func() { releaseAll(children) }()
+	defer releaseSome(children)
 	for j := range st.Fields() {
 		m := n.Fields[at[j]]
 		c, err := convertArrow(s.Field(j), m.Type.Type(), base)
@@ -313,7 +322,7 @@ func convertUnion(u array.Union, n *store.TypeNode, t store.Type, base int) (arr
 		}
 	}
 	children := make([]arrow.Array, len(n.Fields))
-	defer func() { releaseAll(children) }()
+	defer releaseSome(children)
 	for j := range ut.Fields() {
 		m := n.Fields[at[j]]
 		childBase := base

@@ -82,14 +82,18 @@ func newColumnBuilder(t store.Type) (columnBuilder, error) {
 	return newNestedBuilder(t)
 }
 
-// newColumnBuilders returns one builder per column of s, in column order.
-func newColumnBuilders(s *store.Schema) ([]columnBuilder, error) {
+// newColumnBuilders returns one builder per column of s, in column order, for a body of
+// n bytes: the NULLs of fixed-size lists nested in lists and maps, which take n slots each
+// from a few bytes of text, share one budget of the text decoders' memory (slotBudget).
+func newColumnBuilders(s *store.Schema, n int) ([]columnBuilder, error) {
+	budget := &slotBudget{left: (textBaseBudget + textExpansion*int64(n)) / 4}
 	bs := make([]columnBuilder, len(s.Columns))
 	for i, c := range s.Columns {
 		b, err := newColumnBuilder(c.Type)
 		if err != nil {
 			return nil, err
 		}
+		budget.attach(b)
 		bs[i] = b
 	}
 	return bs, nil

@@ -102,6 +102,40 @@ func (it *jsonIter) next(object bool) (name string, v jsonValue, ok bool, err er
 	return name, v, err == nil, err
 }
 
+// slotBudget is the number of child slots the NULLs of fixed-size lists may still add
+// during one decode; past it a list or map value is refused with CodeTooLarge.
+type slotBudget struct{ left int64 }
+
+// attach gives every T[n] builder under b this budget, and every list and map builder
+// the duty to check it.
+func (s *slotBudget) attach(b columnBuilder) {
+	switch b := b.(type) {
+	case *listBuilder:
+		b.budget = s
+		s.attach(b.elem)
+	case *structBuilder:
+		for _, f := range b.fields {
+			s.attach(f)
+		}
+	case *mapBuilder:
+		b.budget = s
+		s.attach(b.keys)
+		s.attach(b.values)
+	case *unionBuilder:
+		for _, f := range b.fields {
+			s.attach(f)
+		}
+	}
+}
+
+// spent reports, as a CodeTooLarge error, a budget that is used up; nil otherwise.
+func (s *slotBudget) spent() error {
+	if s == nil || s.left >= 0 {
+		return nil
+	}
+	return &store.Error{Code: store.CodeTooLarge, Message: "the NULL fixed-size lists of the body take more memory than one request may use; send smaller commits"}
+}
+
 // nestedText appends CSV text to a nested builder through its JSON form.
 func nestedText(b columnBuilder, s string) error {
 	v, err := jsonText(s)
@@ -115,6 +149,7 @@ func nestedText(b columnBuilder, s string) error {
 type listBuilder struct {
 	typ     store.Type
 	size    int
+	budget  *slotBudget
 	it      jsonIter
 	elem    columnBuilder
 	offsets []int32
@@ -123,6 +158,9 @@ type listBuilder struct {
 
 func (b *listBuilder) appendNull() {
 	if b.size > 0 {
+		if b.budget != nil {
+			b.budget.left -= int64(b.size)
+		}
 		for range b.size {
 			b.elem.appendNull()
 		}
@@ -158,6 +196,9 @@ func (b *listBuilder) appendJSON(v jsonValue) error {
 		}
 		if err := b.elem.appendJSON(e); err != nil {
 			return inside(err, "["+strconv.Itoa(n-1)+"]")
+		}
+		if err := b.budget.spent(); err != nil {
+			return err
 		}
 	}
 	if b.size > 0 && n != b.size {
@@ -278,6 +319,7 @@ func (b *structBuilder) finish() arrow.Array {
 // repeat within one value.
 type mapBuilder struct {
 	typ          store.Type
+	budget       *slotBudget
 	it           jsonIter
 	seen         map[string]bool
 	keys, values columnBuilder
@@ -323,6 +365,9 @@ func (b *mapBuilder) appendJSON(v jsonValue) error {
 		}
 		if err := b.values.appendJSON(m); err != nil {
 			return inside(err, at())
+		}
+		if err := b.budget.spent(); err != nil {
+			return err
 		}
 	}
 	b.offsets = append(b.offsets, b.offsets[len(b.offsets)-1]+int32(n))

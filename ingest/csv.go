@@ -51,7 +51,7 @@ func (csvDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, error
 		colOf[i] = ci
 		varchar[i] = s.Columns[ci].Type == store.TypeVarchar
 	}
-	bs, err := newColumnBuilders(s)
+	bs, err := newColumnBuilders(s, len(body))
 	if err != nil {
 		return nil, err
 	}

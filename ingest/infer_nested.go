@@ -11,7 +11,7 @@ import (
 // an object a STRUCT of its members, named as first seen and merged case-insensitively
 // across rows, or, past maxInferredMembers distinct names (DuckDB's
 // map_inference_threshold), a MAP(VARCHAR, T) of every member's type; values of different
-// kinds in one place make that place JSON. Inside nested values scalars follow the rules
+// kinds in one place, or an object naming a member twice, make that place JSON. Inside nested values scalars follow the rules
 // of whole fields (jsonInferVisitor); a place with only nulls is VARCHAR.
 
 // maxInferredMembers is the most distinct member names an object place may have and still
@@ -93,7 +93,14 @@ func (s *jsonShape) add(v jsonValue) {
 		}
 		var it jsonIter
 		it.reset(v.text)
+		seen := map[string]bool{}
 		for name, m, ok, _ := it.next(true); ok; name, m, ok, _ = it.next(true) {
+			if seen[store.FoldName(name)] {
+				// No STRUCT or MAP holds a name twice in one value.
+				s.setMixed()
+				return
+			}
+			seen[store.FoldName(name)] = true
 			s.member(name).add(m)
 		}
 	}

@@ -31,7 +31,7 @@ type jsonDecoder struct{ ndjson bool }
 
 // Decode implements Decoder.
 func (d jsonDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, error) {
-	bs, err := newColumnBuilders(s)
+	bs, err := newColumnBuilders(s, len(body))
 	if err != nil {
 		return nil, err
 	}

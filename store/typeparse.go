@@ -77,7 +77,8 @@ var keywords = func() map[string]bool {
 // ZONE", "ROW(…)" for STRUCT); DECIMAL(p,s) / NUMERIC(p,s) have 1 ≤ p ≤ 38 and 0 ≤ s ≤ p;
 // STRUCT and UNION member names are identifiers (quoted with "…" as in SQL) unique
 // case-insensitively; ENUM values are distinct SQL string literals; T[n] has 1 ≤ n ≤ 2^20;
-// nesting is at most 32 deep. The error is a CodeInvalid *Error saying what is wrong.
+// nesting is at most 32 deep; a NULL of the type may take at most 2^20 Arrow slots (the
+// product of nested ARRAY sizes, summed over members). The error is a CodeInvalid *Error saying what is wrong.
 func ParseType(s string) (Type, error) {
 	n, err := parseTypeNode(s)
 	if err != nil {
@@ -96,6 +97,8 @@ func parseTypeNode(s string) (*TypeNode, error) {
 		p.space()
 		if p.pos < len(p.src) {
 			err = p.errorf("unexpected %q", p.rest())
+		} else if n.nullSlots() > maxArraySize {
+			err = p.errorf("one value takes more than %d slots (the product of its ARRAY sizes)", maxArraySize)
 		}
 	}
 	if err != nil {
@@ -391,6 +394,21 @@ func (p *typeParser) decimal() (*TypeNode, error) {
 	}
 	n.Precision, n.Scale = int32(prec), int32(scale)
 	return n, p.expect(')')
+}
+
+// nullSlots is the number of Arrow slots a NULL of n takes: its own, and every slot of
+// its fixed-size lists and of the members of its structs and unions.
+func (n *TypeNode) nullSlots() int64 {
+	w := int64(1)
+	switch n.Kind {
+	case KindArray:
+		w += int64(n.Size) * n.Elem.nullSlots()
+	case KindStruct, KindUnion:
+		for _, f := range n.Fields {
+			w += f.Type.nullSlots()
+		}
+	}
+	return min(w, 1<<40)
 }
 
 // Type renders n in the canonical spelling: DuckDB's, except TIMESTAMPTZ for TIMESTAMP

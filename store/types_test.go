@@ -56,7 +56,7 @@ func TestParseType(t *testing.T) {
 		"", "GEOMETRY", "INTEGER); DROP TABLE t; --", "INTEGER[", "INTEGER[0]", "INTEGER[x]",
 		"STRUCT()", "STRUCT(a)", "STRUCT(a INT, A INT)", `STRUCT("" INT)`, "STRUCT(a INT", "MAP(INT)",
 		"ENUM()", "ENUM('a', 'a')", "ENUM(a)", "ENUM('a", "DECIMAL(39,0)", "DECIMAL(4,5)", "DECIMAL(0)",
-		"UNION()", strings.Repeat("INT[]", 40), "TIMESTAMP WITH", "INT INT",
+		"UNION()", strings.Repeat("INT[]", 40), "TIMESTAMP WITH", "INT INT", "INT[1024][1025]", "STRUCT(a INT[1048576])",
 	} {
 		if got, err := store.ParseType(bad); store.ErrorCode(err) != store.CodeInvalid {
 			t.Errorf("ParseType(%q) = %q, %v; want CodeInvalid", bad, got, err)
