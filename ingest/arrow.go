@@ -32,7 +32,8 @@ import (
 //   - integers → FLOAT or DOUBLE, if the value is exactly representable;
 //     float16 and float32 → FLOAT or DOUBLE; float64 → FLOAT rounds to nearest and
 //     rejects values past FLOAT's range;
-//   - decimal128(p1,s1) → DECIMAL(p,s) when rescaling is exact and the value fits p;
+//   - decimal(p1,s1) of any width → DECIMAL(p,s) when rescaling is exact and the value
+//     fits p;
 //   - utf8, large_utf8, utf8_view → VARCHAR; binary, large_binary, binary_view,
 //     fixed_size_binary → BLOB; dictionary-encoded values as their value type;
 //   - date64 → DATE (days, floored);
@@ -42,9 +43,14 @@ import (
 //     Seconds and milliseconds are multiplied (overflow rejected); nanoseconds are
 //     floored to the microsecond, so sub-microsecond digits are dropped, the same rule
 //     as for text with more than six fraction digits;
-//   - a field of Arrow type null → NULL in any column.
+//   - a field of Arrow type null → NULL in any column;
+//   - the other column types by arrow_scalar.go (HUGEINT, UHUGEINT, UUID, JSON, ENUM,
+//     INTERVAL, TIMESTAMP_S/_MS/_NS, decimal32/64/256 → DECIMAL) and arrow_nested.go
+//     (lists, structs, maps, unions; dictionaries and run-end encoding of any value
+//     type), as docs/api.md's "Column types" table lists; nested values are bounded by
+//     checkExpansion before they are built.
 //
-// Anything else is CodeUnprocessable naming the column.
+// Anything else is CodeUnprocessable naming the column (and the path inside a value).
 type arrowDecoder struct{ file bool }
 
 // Infer implements Decoder: the columns of the body's Arrow schema (arrowSpecs).

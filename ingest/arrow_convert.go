@@ -65,8 +65,7 @@ func convertArrow(src arrow.Array, t store.Type, base int) (arrow.Array, error) 
 		}
 		return toDecimal(src, t, p, s, base)
 	}
-	switch t.Node().Kind {
-	case store.KindEnum:
+	if t.Node().Kind == store.KindEnum {
 		return fromStrings(src, t, base)
 	}
 	switch t {

@@ -256,11 +256,14 @@ func (b *intervalBuilder) parse(s string, in shown) error {
 
 // parseInterval reads an ISO 8601 duration (ISO 8601-1:2019, 5.5.2) with the sign
 // extension PostgreSQL's iso_8601 interval style writes: each number may carry a sign,
-// and only the seconds may have a fraction (up to six digits). Years and months add to
+// and only the seconds may have a fraction (up to six digits); a leading "-" negates the
+// whole duration. Years and months add to
 // the months, weeks and days to the days, hours, minutes and seconds to the
 // microseconds, each checked for overflow.
 func parseInterval(s string) (arrow.MonthDayNanoInterval, bool) {
 	var v arrow.MonthDayNanoInterval
+	negate := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
 	if len(s) < 2 || (s[0] != 'P' && s[0] != 'p') {
 		return v, false
 	}
@@ -328,6 +331,9 @@ func parseInterval(s string) (arrow.MonthDayNanoInterval, bool) {
 	}
 	if seen == "" || months != int64(int32(months)) || days != int64(int32(days)) || micros > math.MaxInt64/1000 || micros < math.MinInt64/1000 {
 		return v, false
+	}
+	if negate {
+		months, days, micros = -months, -days, -micros
 	}
 	return arrow.MonthDayNanoInterval{Months: int32(months), Days: int32(days), Nanoseconds: micros * 1000}, true
 }

@@ -26,7 +26,8 @@ import (
 // "NaN"/"Infinity"; true and false only go to BOOLEAN; VARCHAR takes strings, and
 // objects and arrays as their JSON text, but rejects numbers and booleans rather than
 // guess their spelling; BLOB takes base64 strings; DATE, TIME, TIMESTAMP and
-// TIMESTAMPTZ take strings in ISO 8601 forms.
+// TIMESTAMPTZ take strings in ISO 8601 forms; the nested columns take arrays and objects
+// (builders_nested.go), the other types as builders_scalar.go says.
 type jsonDecoder struct{ ndjson bool }
 
 // Decode implements Decoder.
