@@ -1,12 +1,14 @@
 package ingest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/ducktail/ducktail/store"
@@ -46,9 +48,41 @@ func releaseSome(as []arrow.Array) {
 	}
 }
 
-// take returns the values of a at idx (-1 for NULL) as a new array of a's type, joining
-// slices of consecutive runs.
+// take returns the values of a at idx (-1 for NULL) as a new array of a's type: a slice
+// when idx is one run, arrow-go's compute.TakeArray otherwise, and joined slices of the
+// runs for unions, which compute does not take.
 func take(a arrow.Array, idx []int) (arrow.Array, error) {
+	runs := 1
+	for i := 1; i < len(idx); i++ {
+		if idx[i] < 0 || idx[i] != idx[i-1]+1 {
+			runs++
+		}
+	}
+	switch {
+	case len(idx) == 0:
+		return array.MakeArrayOfNull(goAllocator, a.DataType(), 0), nil
+	case runs == 1 && idx[0] >= 0:
+		return array.NewSlice(a, int64(idx[0]), int64(idx[0]+len(idx))), nil
+	case holdsUnion(a.DataType()):
+		return takeRuns(a, idx)
+	}
+	vals := make([]int64, len(idx))
+	var v validity
+	for i, k := range idx {
+		vals[i] = int64(max(k, 0))
+		v.add(k >= 0)
+	}
+	indices := newArray(arrow.PrimitiveTypes.Int64, len(idx), []*memory.Buffer{v.buffer(), memory.NewBufferBytes(arrow.GetBytes(vals))}, v.nulls)
+	defer indices.Release()
+	out, err := compute.TakeArray(compute.WithAllocator(context.Background(), goAllocator), a, indices)
+	if err != nil {
+		return nil, store.Errorf(store.CodeInternal, "gather %s values: %v", a.DataType(), err)
+	}
+	return out, nil
+}
+
+// takeRuns is take by joining a slice per run of consecutive indices.
+func takeRuns(a arrow.Array, idx []int) (arrow.Array, error) {
 	var parts []arrow.Array
 	defer func() { releaseAll(parts) }()
 	for i := 0; i < len(idx); {
@@ -67,6 +101,21 @@ func take(a arrow.Array, idx []int) (arrow.Array, error) {
 		i = j
 	}
 	return concatenate(parts, a.DataType())
+}
+
+// holdsUnion reports whether dt is or holds a union type.
+func holdsUnion(dt arrow.DataType) bool {
+	if _, ok := dt.(arrow.UnionType); ok {
+		return true
+	}
+	if n, ok := dt.(arrow.NestedType); ok {
+		for _, f := range n.Fields() {
+			if holdsUnion(f.Type) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // convertDictionary converts the dictionary's values, then picks them by index.
@@ -305,47 +354,45 @@ func convertUnion(u array.Union, n *store.TypeNode, t store.Type, base int) (arr
 	}
 	rows := u.Len()
 	codes := make([]int8, rows)
-	idx := make([][]int, len(ut.Fields()))
-	for j := range idx {
-		idx[j] = make([]int, rows)
-		for i := range idx[j] {
-			idx[j][i] = -1
-		}
+	for i := range codes {
+		codes[i] = int8(at[u.ChildID(i)])
 	}
 	dense, _ := u.(*array.DenseUnion)
-	for i := 0; i < rows; i++ {
-		j := u.ChildID(i)
-		codes[i] = int8(at[j])
-		idx[j][i] = i
-		if dense != nil {
-			idx[j][i] = int(dense.ValueOffset(i))
-		}
-	}
 	children := make([]arrow.Array, len(n.Fields))
 	defer releaseSome(children)
 	for j := range ut.Fields() {
 		m := n.Fields[at[j]]
-		childBase := base
-		if dense != nil {
-			childBase = 0
-		}
-		c, err := convertArrow(u.Field(j), m.Type.Type(), childBase)
-		if err == nil {
-			children[at[j]], err = take(c, idx[j])
-			c.Release()
-		}
-		if err != nil {
-			if dense != nil {
-				err = remap(err, base, func(c int) (int, string, bool) {
-					for i, k := range idx[j] {
-						if k == c {
-							return i, "", true
-						}
-					}
-					return 0, "", false
-				})
+		if dense == nil {
+			// A sparse member is aligned with the rows already.
+			c, err := convertArrow(u.Field(j), m.Type.Type(), base)
+			if err != nil {
+				return nil, inside(err, m.Name)
 			}
-			return nil, inside(err, m.Name)
+			children[at[j]] = c
+			continue
+		}
+		idx := make([]int, rows)
+		for i := range idx {
+			idx[i] = -1
+			if u.ChildID(i) == j {
+				idx[i] = int(dense.ValueOffset(i))
+			}
+		}
+		c, err := convertArrow(u.Field(j), m.Type.Type(), 0)
+		if err != nil {
+			return nil, inside(remap(err, base, func(c int) (int, string, bool) {
+				for i, k := range idx {
+					if k == c {
+						return i, "", true
+					}
+				}
+				return 0, "", false
+			}), m.Name)
+		}
+		children[at[j]], err = take(c, idx)
+		c.Release()
+		if err != nil {
+			return nil, err
 		}
 	}
 	data := make([]arrow.ArrayData, len(children))
