@@ -107,7 +107,7 @@ func TestSandboxAttacks(t *testing.T) {
 		{"join reading a table the token may not read", "SELECT * FROM weather JOIN main.SECRET ON true", store.CodeForbidden, `"SECRET"`, onlyWeather},
 		{"scoped token asking for a missing table", "SELECT * FROM nothing_here", store.CodeForbidden, `"nothing_here"`, onlyWeather},
 		{"long-running query", "SELECT count(*) FROM range(10000000000)", store.CodeTimeout, "500ms", nil},
-		{"huge result", "SELECT * FROM range(10000000)", store.CodeTooLarge, "1048576 bytes", nil},
+		{"huge result", "SELECT * FROM range(10000000)", store.CodeTooLarge, "limit of 1 MiB", nil},
 	}
 	for _, c := range cases {
 		allow := c.allow
