@@ -72,10 +72,6 @@ var typeAliases = map[string]Type{
 	"INTERVAL": TypeInterval,
 }
 
-func decimalType(precision, scale int32) Type {
-	return (&TypeNode{Kind: KindDecimal, Precision: precision, Scale: scale}).Type()
-}
-
 // Decimal returns the precision and scale of a DECIMAL type; ok is false for other types.
 func (t Type) Decimal() (precision, scale int32, ok bool) {
 	n := t.Node()
