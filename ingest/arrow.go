@@ -47,7 +47,7 @@ import (
 //   - the other column types by arrow_scalar.go (HUGEINT, UHUGEINT, UUID, JSON, ENUM,
 //     INTERVAL, TIMESTAMP_S/_MS/_NS, decimal32/64/256 → DECIMAL) and arrow_nested.go
 //     (lists, structs, maps, unions; dictionaries and run-end encoding of any value
-//     type), as docs/api.md's "Column types" table lists; nested values are bounded by
+//     type), as docs/design.md, "Column types" describes; nested values are bounded by
 //     checkExpansion before they are built.
 //
 // Anything else is CodeUnprocessable naming the column (and the path inside a value).

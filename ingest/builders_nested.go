@@ -15,7 +15,7 @@ import (
 // from JSON objects (members matched by name, exact then case-insensitive; missing ones
 // NULL), MAP from JSON objects (member names are the keys, read as the key type reads a
 // JSON string), UNION from any value the first member type in declaration order takes.
-// In CSV a nested field is that JSON text, a UNION field its member's text (docs/api.md,
+// In CSV a nested field is that JSON text, a UNION field its member's text (docs/design.md,
 // "Column types"). Errors name the
 // path inside the value in store.Error.Column: "geometry.coordinates[1]", list and array
 // positions counted from 0.

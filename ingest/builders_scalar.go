@@ -17,7 +17,7 @@ import (
 )
 
 // This file holds the builders of the scalar types beyond the flat core of builders.go:
-// HUGEINT and UHUGEINT, UUID, JSON, ENUM and INTERVAL (docs/api.md, "Column types").
+// HUGEINT and UHUGEINT, UUID, JSON, ENUM and INTERVAL (docs/design.md, "Column types").
 
 // hugeintBuilder builds HUGEINT and UHUGEINT columns, both exported by DuckDB as
 // decimal128(38,0) holding the 128-bit integer: text and JSON numbers or strings holding

@@ -23,7 +23,7 @@ import (
 // "" in a VARCHAR column is the empty string. Fields are trimmed of spaces and tabs
 // before they are parsed as numbers, booleans, dates or times, but kept as they are for
 // VARCHAR and BLOB (whose value is the field's raw bytes). A nested column's field is
-// its JSON text, a UNION's its member's text (docs/api.md, "Column types").
+// its JSON text, a UNION's its member's text (docs/design.md, "Column types").
 type csvDecoder struct{}
 
 // Decode implements Decoder. Header names are matched to columns exactly, then

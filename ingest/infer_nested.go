@@ -7,7 +7,7 @@ import (
 )
 
 // This file infers the types of JSON objects and arrays for ?create=true, the way DuckDB's
-// read_json does (docs/api.md, "Column types"): an array is a LIST of its elements' type;
+// read_json does (docs/design.md, "Column types"): an array is a LIST of its elements' type;
 // an object a STRUCT of its members, named as first seen and merged case-insensitively
 // across rows, or, past maxInferredMembers distinct names (DuckDB's
 // map_inference_threshold), a MAP(VARCHAR, T) of every member's type; values of different

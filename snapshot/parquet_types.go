@@ -8,7 +8,7 @@ import (
 )
 
 // This file maps the Arrow types Parquet cannot hold to ones it can, for writeParquet,
-// without losing a value (docs/api.md, "Column types"): a month_day_nano interval becomes
+// without losing a value (docs/design.md, "Column types"): a month_day_nano interval becomes
 // STRUCT(months INTEGER, days INTEGER, nanoseconds BIGINT), a sparse union DuckDB's own
 // layout of a UNION, STRUCT(tag UTINYINT, member…) with tag the member's position, the
 // other members NULL, and the struct NULL where the selected member is. Nested types are mapped member by member; other types are kept.

@@ -11,7 +11,7 @@ import (
 )
 
 // This file parses DuckDB type spellings into a TypeNode tree and renders the tree back in
-// one canonical spelling (docs/api.md, "Column types"). The rendering, never the caller's
+// one canonical spelling (docs/design.md, "Column types"). The rendering, never the caller's
 // text, is what reaches DDL, so a type string cannot inject SQL: identifiers are quoted as
 // DuckDB quotes them and ENUM values are string literals with quotes doubled.
 

@@ -89,7 +89,7 @@ func (t Type) Nested() bool {
 
 var arrowCache sync.Map // Type → arrow.DataType
 
-// Arrow returns the Arrow data type DuckDB exports for t (docs/api.md, "Column types").
+// Arrow returns the Arrow data type DuckDB exports for t (docs/design.md, "Column types").
 // It panics on an unparsed Type.
 func (t Type) Arrow() arrow.DataType {
 	if dt, ok := arrowCache.Load(t); ok {
@@ -178,7 +178,7 @@ func (n *TypeNode) arrowFields() []arrow.Field {
 }
 
 // TypeFromArrow returns the column type that stores values of an Arrow type without loss,
-// used when a table is created from the first Arrow batch (docs/api.md, "Column types"):
+// used when a table is created from the first Arrow batch (docs/design.md, "Column types"):
 // integers and floats keep their width, float16 widens to FLOAT, any string or binary
 // layout maps to VARCHAR or BLOB, the arrow.uuid extension to UUID, the arrow.json
 // extension to JSON, dictionaries and run-end encoded arrays to their value type, any date
