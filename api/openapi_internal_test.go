@@ -1,8 +1,10 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/ducktail/ducktail/store"
 	"github.com/ducktail/ducktail/stream"
 )
 
@@ -40,7 +43,12 @@ func TestOpenAPIMatchesTheRouter(t *testing.T) {
 			}
 		}
 	}
-	s := NewServer(Config{}, nil, stream.NewHub(nil), nil)
+	db := store.NewDB(filepath.Join(t.TempDir(), "ducktail.duckdb"))
+	if err := db.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := NewServer(Config{}, db, stream.NewHub(nil), nil)
 	routed := map[string][]string{}
 	chi.Walk(s.router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		route = strings.TrimSuffix(route, "/")
