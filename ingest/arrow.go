@@ -32,7 +32,8 @@ import (
 //   - integers → FLOAT or DOUBLE, if the value is exactly representable;
 //     float16 and float32 → FLOAT or DOUBLE; float64 → FLOAT rounds to nearest and
 //     rejects values past FLOAT's range;
-//   - decimal128(p1,s1) → DECIMAL(p,s) when rescaling is exact and the value fits p;
+//   - decimal(p1,s1) of any width → DECIMAL(p,s) when rescaling is exact and the value
+//     fits p;
 //   - utf8, large_utf8, utf8_view → VARCHAR; binary, large_binary, binary_view,
 //     fixed_size_binary → BLOB; dictionary-encoded values as their value type;
 //   - date64 → DATE (days, floored);
@@ -42,9 +43,14 @@ import (
 //     Seconds and milliseconds are multiplied (overflow rejected); nanoseconds are
 //     floored to the microsecond, so sub-microsecond digits are dropped, the same rule
 //     as for text with more than six fraction digits;
-//   - a field of Arrow type null → NULL in any column.
+//   - a field of Arrow type null → NULL in any column;
+//   - the other column types by arrow_scalar.go (HUGEINT, UHUGEINT, UUID, JSON, ENUM,
+//     INTERVAL, TIMESTAMP_S/_MS/_NS, decimal32/64/256 → DECIMAL) and arrow_nested.go
+//     (lists, structs, maps, unions; dictionaries and run-end encoding of any value
+//     type), as docs/design.md, "Column types" describes; nested values are bounded by
+//     checkExpansion before they are built.
 //
-// Anything else is CodeUnprocessable naming the column.
+// Anything else is CodeUnprocessable naming the column (and the path inside a value).
 type arrowDecoder struct{ file bool }
 
 // Infer implements Decoder: the columns of the body's Arrow schema (arrowSpecs).
@@ -92,6 +98,11 @@ func (d arrowDecoder) Decode(body []byte, s *store.Schema) (rec arrow.RecordBatc
 		inBody[ci] = true
 		colOf[j] = ci
 	}
+	// Nested values may repeat (overlapping list views, dictionaries, runs) far past the
+	// body's size; bound them as the rows are (8 bytes a slot).
+	if err := checkExpansion(batches, colOf, s, arrowBudget(len(body))/8); err != nil {
+		return nil, err
+	}
 	cols := make([]arrow.Array, len(s.Columns))
 	defer func() {
 		for _, c := range cols {
@@ -108,7 +119,7 @@ func (d arrowDecoder) Decode(body []byte, s *store.Schema) (rec arrow.RecordBatc
 			a, err := convertArrow(b.Column(j), c.Type, base)
 			if err != nil {
 				releaseAll(chunks)
-				return nil, locate(err, 0, 0, c.Name)
+				return nil, inside(err, c.Name)
 			}
 			chunks = append(chunks, a)
 			base += int(b.NumRows())
@@ -128,18 +139,39 @@ func (d arrowDecoder) Decode(body []byte, s *store.Schema) (rec arrow.RecordBatc
 	return array.NewRecordBatch(s.Arrow(), cols, int64(n)), nil
 }
 
-// rowBytes is a lower bound of the bytes one decoded row of s takes: the values of
-// fixed-width columns (a byte for BOOLEAN) and the offsets of VARCHAR and BLOB.
+// rowBytes is a lower bound of the bytes one decoded row of s takes (slotBytes of each
+// column's Arrow type).
 func rowBytes(s *store.Schema) int64 {
 	w := int64(1)
 	for _, c := range s.Columns {
-		if fw, ok := c.Type.Arrow().(arrow.FixedWidthDataType); ok {
-			w += int64(max(fw.BitWidth()/8, 1))
-		} else {
-			w += 4
-		}
+		w = addSat(w, slotBytes(c.Type.Arrow()))
 	}
 	return w
+}
+
+// slotBytes is a lower bound of the bytes one value of dt takes: a fixed width's values
+// (a byte for BOOLEAN), the offsets of variable-length layouts, a dictionary's index,
+// every member of a struct or sparse union (and its type code), and n elements of a
+// fixed-size list, which a NULL takes too.
+func slotBytes(dt arrow.DataType) int64 {
+	switch dt := dt.(type) {
+	case *arrow.FixedSizeListType:
+		return max(1, int64(dt.Len())*slotBytes(dt.Elem()))
+	case *arrow.StructType, *arrow.SparseUnionType:
+		w := int64(0)
+		if dt.ID() == arrow.SPARSE_UNION {
+			w = 1
+		}
+		for _, f := range dt.(arrow.NestedType).Fields() {
+			w = addSat(w, slotBytes(f.Type))
+		}
+		return max(w, 1)
+	case *arrow.DictionaryType:
+		return slotBytes(dt.IndexType)
+	case arrow.FixedWidthDataType:
+		return int64(max(dt.BitWidth()/8, 1))
+	}
+	return 4
 }
 
 // goAllocator allocates Go memory, so that decoded records are garbage-collected.

@@ -30,7 +30,16 @@ func unsupported(dt arrow.DataType, t store.Type) error {
 // convertArrow returns src as an array of t.Arrow() (a new reference), converting as
 // arrowDecoder documents; base is the number of rows before src, for error rows.
 func convertArrow(src arrow.Array, t store.Type, base int) (arrow.Array, error) {
+	if ext, ok := src.(array.ExtensionArray); ok {
+		src = ext.Storage()
+	}
+	if r, ok := src.(*array.RunEndEncoded); ok {
+		return convertRunEnd(r, t, base)
+	}
 	if d, ok := src.(*array.Dictionary); ok {
+		if _, nestedValues := d.Dictionary().DataType().(arrow.NestedType); nestedValues || t.Nested() {
+			return convertDictionary(d, t, base)
+		}
 		m, err := materialize(d, base)
 		if err != nil {
 			return nil, err
@@ -42,8 +51,34 @@ func convertArrow(src arrow.Array, t store.Type, base int) (arrow.Array, error) 
 	if src.DataType().ID() == arrow.NULL {
 		return array.MakeArrayOfNull(goAllocator, want, src.Len()), nil
 	}
+	if t.Nested() {
+		return convertNested(src, t, base)
+	}
 	if p, s, ok := t.Decimal(); ok {
+		if dt, isDec := src.DataType().(arrow.DecimalType); isDec && dt.ID() != arrow.DECIMAL128 {
+			d, err := toDecimal128(src, t, base)
+			if err != nil {
+				return nil, err
+			}
+			defer d.Release()
+			src = d
+		}
 		return toDecimal(src, t, p, s, base)
+	}
+	if t.Node().Kind == store.KindEnum {
+		return fromStrings(src, t, base)
+	}
+	switch t {
+	case store.TypeHugeint, store.TypeUHugeint:
+		return toHugeint(src, t, base)
+	case store.TypeUUID:
+		return toUUID(src, base)
+	case store.TypeJSON:
+		return fromStrings(src, t, base)
+	case store.TypeInterval:
+		return toInterval(src, base)
+	case store.TypeTimestampS, store.TypeTimestampMS, store.TypeTimestampNS:
+		return toTimestampUnit(src, t, base)
 	}
 	if t == store.TypeTime {
 		return toTime(src, base)

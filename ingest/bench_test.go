@@ -115,6 +115,61 @@ func BenchmarkDecodeNDJSON(b *testing.B) { benchmarkDecode(b, ndjsonType) }
 // whose types equal the columns'.
 func BenchmarkDecodeArrow(b *testing.B) { benchmarkDecode(b, arrowStreamType) }
 
+// benchNestedSchema is a 10-column table with two nested columns, a STRUCT and a LIST.
+func benchNestedSchema(tb testing.TB) *store.Schema {
+	return schemaOf(tb, "id BIGINT", "name VARCHAR", "price DOUBLE", "qty INTEGER", "ok BOOLEAN",
+		"day DATE", "at TIMESTAMP", "amount DECIMAL(18,2)", "geo STRUCT(lat DOUBLE, lon DOUBLE, city VARCHAR)", "tags VARCHAR[]")
+}
+
+// benchNestedBodies returns benchRows rows of benchNestedSchema as JSON and NDJSON.
+var benchNestedBodies = sync.OnceValue(func() map[string][]byte {
+	var js, nd bytes.Buffer
+	js.WriteByte('[')
+	for i := range benchRows {
+		day := fmt.Sprintf("20%02d-%02d-%02d", 10+i%15, 1+i%12, 1+i%28)
+		row := fmt.Sprintf(`{"id":%d,"name":"customer %d","price":%g,"qty":%d,"ok":%t,"day":"%s","at":"%s %02d:%02d:%02d","amount":%d.%02d,`+
+			`"geo":{"lat":%g,"lon":%g,"city":"%s"},"tags":["t%d","t%d","%s"]}`,
+			i, i*7919%100_003, float64(i%10_000)/100, i%5000, i%3 == 0, day, day, i%24, i%60, (i/7)%60, i*13%1_000_000, i%100,
+			float64(i%180_000)/1000-90, float64(i%360_000)/1000-180, benchCities[i%len(benchCities)], i%17, i%5, benchCities[i%3])
+		if i > 0 {
+			js.WriteByte(',')
+		}
+		js.WriteString(row)
+		nd.WriteString(row)
+		nd.WriteByte('\n')
+	}
+	js.WriteByte(']')
+	return map[string][]byte{jsonType: js.Bytes(), ndjsonType: nd.Bytes()}
+})
+
+func benchmarkDecodeNested(b *testing.B, contentType string) {
+	body := benchNestedBodies()[contentType]
+	s := benchNestedSchema(b)
+	d, err := DecoderFor(contentType)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		rec, err := d.Decode(body, s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rec.NumRows() != benchRows {
+			b.Fatalf("rows = %d, want %d", rec.NumRows(), benchRows)
+		}
+	}
+	b.ReportMetric(float64(benchRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkDecodeJSONNested decodes a 100,000-row JSON array of objects of 10 columns,
+// a STRUCT and a LIST among them.
+func BenchmarkDecodeJSONNested(b *testing.B) { benchmarkDecodeNested(b, jsonType) }
+
+// BenchmarkDecodeNDJSONNested decodes the same rows as NDJSON.
+func BenchmarkDecodeNDJSONNested(b *testing.B) { benchmarkDecodeNested(b, ndjsonType) }
+
 // BenchmarkInferCSV infers the columns of the CSV body.
 func BenchmarkInferCSV(b *testing.B) {
 	bodies, err := benchBodies()

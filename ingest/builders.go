@@ -65,23 +65,35 @@ func newColumnBuilder(t store.Type) (columnBuilder, error) {
 		return &textBuilder[int32]{fixedBuilder: fixedBuilder[int32]{dt: dt}, typ: store.TypeDate, form: "YYYY-MM-DD", parse: parseDate}, nil
 	case store.TypeTime:
 		return &textBuilder[int64]{fixedBuilder: fixedBuilder[int64]{dt: dt}, typ: store.TypeTime, form: "HH:MM:SS[.ffffff]", parse: parseTime}, nil
-	case store.TypeTimestamp, store.TypeTimestampTZ:
-		return &timestampBuilder{fixedBuilder[int64]{dt: dt}, t}, nil
+	case store.TypeTimestamp, store.TypeTimestampTZ, store.TypeTimestampS, store.TypeTimestampMS, store.TypeTimestampNS:
+		return &timestampBuilder{fixedBuilder[int64]{dt: dt}, t, dt.(*arrow.TimestampType).Unit}, nil
+	case store.TypeHugeint, store.TypeUHugeint:
+		return &hugeintBuilder{fixedBuilder[decimal128.Num]{dt: dt}, t}, nil
+	case store.TypeUUID:
+		return &uuidBuilder{binaryBuilder{dt: dt, offsets: []int32{0}}}, nil
+	case store.TypeJSON:
+		return &jsonTextBuilder{binaryBuilder{dt: dt, offsets: []int32{0}}}, nil
+	case store.TypeInterval:
+		return &intervalBuilder{fixedBuilder[arrow.MonthDayNanoInterval]{dt: dt}}, nil
 	}
 	if p, s, ok := t.Decimal(); ok {
 		return &decimalBuilder{fixedBuilder[decimal128.Num]{dt: dt}, t, p, s}, nil
 	}
-	return nil, store.Errorf(store.CodeInternal, "no ingest builder for column type %s", t)
+	return newNestedBuilder(t)
 }
 
-// newColumnBuilders returns one builder per column of s, in column order.
-func newColumnBuilders(s *store.Schema) ([]columnBuilder, error) {
+// newColumnBuilders returns one builder per column of s, in column order, for a body of
+// n bytes: the NULLs of fixed-size lists nested in lists and maps, which take n slots each
+// from a few bytes of text, share one budget of the text decoders' memory (slotBudget).
+func newColumnBuilders(s *store.Schema, n int) ([]columnBuilder, error) {
+	budget := &slotBudget{left: (textBaseBudget + textExpansion*int64(n)) / 4}
 	bs := make([]columnBuilder, len(s.Columns))
 	for i, c := range s.Columns {
 		b, err := newColumnBuilder(c.Type)
 		if err != nil {
 			return nil, err
 		}
+		budget.attach(b)
 		bs[i] = b
 	}
 	return bs, nil
@@ -416,12 +428,15 @@ func (b *textBuilder[T]) append(s string, in shown) error {
 	return nil
 }
 
-// timestampBuilder builds TIMESTAMP and TIMESTAMPTZ columns (timestamp[us], UTC) from
-// the ISO 8601 forms parseTimestamp reads. Both store the UTC instant: a value with an
-// offset is converted to UTC, a value without one is taken as UTC.
+// timestampBuilder builds TIMESTAMP, TIMESTAMPTZ (timestamp[us], UTC) and TIMESTAMP_S,
+// _MS, _NS (timestamp[s], [ms], [ns]) columns from the ISO 8601 forms parseTimestamp
+// reads, to the microsecond: seconds and milliseconds are floored, nanoseconds are the
+// microseconds × 1000, TIMESTAMP_NS's range (years 1677 to 2262) checked. All store the
+// UTC instant: a value with an offset is converted to UTC, one without is taken as UTC.
 type timestampBuilder struct {
 	fixedBuilder[int64]
-	typ store.Type
+	typ  store.Type
+	unit arrow.TimeUnit
 }
 
 func (b *timestampBuilder) appendText(s string) error {
@@ -444,6 +459,17 @@ func (b *timestampBuilder) parse(s string, in shown) error {
 	t, _, ok := parseTimestamp(s)
 	if !ok {
 		return valueError("value " + in.String() + " is not a " + string(b.typ) + " (YYYY-MM-DD[ HH:MM:SS[.ffffff]][±HH:MM], years 0000 to 9999 in UTC)")
+	}
+	switch b.unit {
+	case arrow.Second:
+		t = floorDiv(t, microsPerSecond)
+	case arrow.Millisecond:
+		t = floorDiv(t, 1000)
+	case arrow.Nanosecond:
+		if t > math.MaxInt64/1000 || t < math.MinInt64/1000 {
+			return valueError("value " + in.String() + " is out of range for " + string(b.typ))
+		}
+		t *= 1000
 	}
 	b.push(t)
 	return nil

@@ -22,7 +22,8 @@ import (
 // Empty fields follow DuckDB's CSV reader: an empty field is NULL, except that a quoted
 // "" in a VARCHAR column is the empty string. Fields are trimmed of spaces and tabs
 // before they are parsed as numbers, booleans, dates or times, but kept as they are for
-// VARCHAR and BLOB (whose value is the field's raw bytes).
+// VARCHAR and BLOB (whose value is the field's raw bytes). A nested column's field is
+// its JSON text, a UNION's its member's text (docs/design.md, "Column types").
 type csvDecoder struct{}
 
 // Decode implements Decoder. Header names are matched to columns exactly, then
@@ -51,7 +52,7 @@ func (csvDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, error
 		colOf[i] = ci
 		varchar[i] = s.Columns[ci].Type == store.TypeVarchar
 	}
-	bs, err := newColumnBuilders(s)
+	bs, err := newColumnBuilders(s, len(body))
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +75,7 @@ func (csvDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, error
 				continue
 			}
 			if err := b.appendText(f); err != nil {
-				return nil, locate(err, rows, line, s.Columns[colOf[i]].Name)
+				return nil, locate(inside(err, s.Columns[colOf[i]].Name), rows, line, "")
 			}
 		}
 	}

@@ -126,6 +126,8 @@ func jsonSeeds(f *testing.F) [][]string {
 		{`{"S":"lone \ud800","I64":-0,"D":1E+2,"U8":"255"}`, `{"s":[],"tz":"2024-02-29 12:00:00+05:45"}`},
 		{`{"a":1,"A":2}`},
 		{`{"x":[[[[]]]],"y":{"z":"w"},"n":null}`, `{"x":"2012-01-01","n":1e999}`},
+		{`{"geometry":{"type":"Point","coordinates":[-122.5,38.1,2]},"tags":["a",null],"m":{"k":{"d":"2012-01-01"}}}`,
+			`{"geometry":{"coordinates":[1e3]},"tags":[],"m":{"\u00e9":null,"x":{"d":null,"e":[true]}}}`},
 	}
 }
 
@@ -197,6 +199,11 @@ func FuzzDecodeArrow(f *testing.F) {
 	}, 3)
 	f.Add(ipcBody(f, false, other, []arrow.RecordBatch{mixed}), false)
 	f.Add([]byte("not arrow"), false)
+	// Arrow's own integration files: nested types, unions, dictionaries, run-end encoding.
+	for _, name := range []string{"nested", "recursive_nested", "map", "union", "list_view", "nested_dictionary", "run_end_encoded", "interval_mdn", "extension"} {
+		f.Add(readTestdata(f, "arrow-testing/generated_"+name+".stream"), false)
+	}
+	f.Add(readTestdata(f, "arrow-testing/generated_nested.arrow_file"), true)
 
 	f.Fuzz(func(t *testing.T, body []byte, file bool) {
 		d := arrowDecoder{file: file}

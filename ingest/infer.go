@@ -154,7 +154,9 @@ type jsonField struct {
 	group    jsonGroup
 	double   bool  // a number needs DOUBLE: a fraction, an exponent, or beyond int64
 	nested   bool  // an object or array was seen
+	strings  bool  // a string was seen
 	temporal uint8 // temporal candidates left for its strings
+	shape    jsonShape
 }
 
 // jsonInferVisitor infers columns from JSON rows: one column per field name, in order
@@ -162,8 +164,9 @@ type jsonField struct {
 // them. Types: only booleans → BOOLEAN; only integers within int64 → BIGINT; numbers
 // with a fraction or exponent, or integers beyond int64 → DOUBLE (a number beyond
 // DOUBLE's range is rejected); strings → DATE, TIMESTAMP or TIMESTAMPTZ when every
-// string parses as one (see textTypes), else VARCHAR; objects and arrays, alone or
-// with strings → VARCHAR holding their JSON text; only nulls → VARCHAR. A field mixing
+// string parses as one (see textTypes), else VARCHAR; only objects → STRUCT or MAP, only
+// arrays → LIST (jsonShape, in infer_nested.go); objects or arrays mixed with strings or
+// with each other → VARCHAR holding their JSON text; only nulls → VARCHAR. A field mixing
 // booleans, numbers and strings is CodeUnprocessable at the first value that mixes.
 type jsonInferVisitor struct {
 	fields []jsonField
@@ -214,10 +217,12 @@ func (v *jsonInferVisitor) member(name string, val jsonValue) error {
 		}
 	case jsonString:
 		g = groupText
+		f.strings = true
 		f.temporal &^= temporalMisses(val.text)
 	default:
 		g = groupText
 		f.nested = true
+		f.shape.add(val)
 	}
 	if f.group == groupNone {
 		f.group = g
@@ -266,6 +271,8 @@ func (v *jsonInferVisitor) specs() ([]store.ColumnSpec, error) {
 			t = store.TypeBigint
 		case f.group == groupText && !f.nested:
 			t = chooseTemporal(f.temporal)
+		case !f.strings && f.shape.kind != shapeMixed:
+			t = f.shape.node(0).Type()
 		}
 		specs[i] = store.ColumnSpec{Name: f.name, Type: string(t)}
 	}
@@ -291,7 +298,7 @@ func arrowSpecs(schema *arrow.Schema) ([]store.ColumnSpec, error) {
 					Message: "Arrow field " + quoteValue(f.Name) + " repeats " + quoteValue(prev.Name) + " (column names are case-insensitive)"}
 			}
 		}
-		t, err := store.TypeFromArrow(f.Type)
+		t, err := store.TypeFromArrowField(f)
 		if err == nil {
 			// TypeFromArrow does not check a decimal's precision and scale.
 			t, err = store.ParseType(string(t))

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -178,12 +179,15 @@ func TestInferArrow(t *testing.T) {
 		{Name: "ns", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}},
 		{Name: "zoned", Type: &arrow.TimestampType{Unit: arrow.Second, TimeZone: "Asia/Tokyo"}},
 		{Name: "money", Type: &arrow.Decimal128Type{Precision: 12, Scale: 2}},
+		{Name: "tags", Type: arrow.LargeListOf(arrow.BinaryTypes.StringView)},
+		{Name: "id", Type: &arrow.FixedSizeBinaryType{ByteWidth: 16}, Metadata: arrow.NewMetadata([]string{"ARROW:extension:name"}, []string{"arrow.uuid"})},
 	}
 	want := []store.ColumnSpec{
 		{Name: "i8", Type: "TINYINT"}, {Name: "u64", Type: "UBIGINT"}, {Name: "f16", Type: "FLOAT"},
 		{Name: "big", Type: "VARCHAR"}, {Name: "cat", Type: "VARCHAR"}, {Name: "raw", Type: "BLOB"},
-		{Name: "d64", Type: "DATE"}, {Name: "t32", Type: "TIME"}, {Name: "ns", Type: "TIMESTAMP"},
+		{Name: "d64", Type: "DATE"}, {Name: "t32", Type: "TIME"}, {Name: "ns", Type: "TIMESTAMP_NS"},
 		{Name: "zoned", Type: "TIMESTAMPTZ"}, {Name: "money", Type: "DECIMAL(12,2)"},
+		{Name: "tags", Type: "VARCHAR[]"}, {Name: "id", Type: "UUID"},
 	}
 	schema := arrow.NewSchema(fields, nil)
 	for _, file := range []bool{false, true} {
@@ -201,7 +205,8 @@ func TestInferArrow(t *testing.T) {
 		code   store.Code
 		column string
 	}{
-		{"list field", []arrow.Field{{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int8)}}, store.CodeUnprocessable, "l"},
+		{"null field", []arrow.Field{{Name: "l", Type: arrow.Null}}, store.CodeUnprocessable, "l"},
+		{"null member", []arrow.Field{{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "n", Type: arrow.Null})}}, store.CodeUnprocessable, "s"},
 		{"decimal precision past 38", []arrow.Field{{Name: "d", Type: &arrow.Decimal128Type{Precision: 40, Scale: 2}}}, store.CodeUnprocessable, "d"},
 		{"duplicate", []arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int8}, {Name: "A", Type: arrow.PrimitiveTypes.Int8}}, store.CodeInvalid, "A"},
 		{"bad name", []arrow.Field{{Name: "tab\there", Type: arrow.PrimitiveTypes.Int8}}, store.CodeInvalid, "tab\there"},
@@ -214,4 +219,41 @@ func TestInferArrow(t *testing.T) {
 	}
 	e := inferErr(t, arrowStreamType, "not arrow")
 	wantError(t, e, store.CodeInvalid, 0, 0, "", "not a valid Arrow IPC stream")
+}
+
+// TestInferJSONNested infers STRUCT, LIST and MAP from objects and arrays the way
+// DuckDB's read_json does, and decodes the body under the inferred types.
+func TestInferJSONNested(t *testing.T) {
+	many := make([]string, maxInferredMembers+1)
+	for i := range many {
+		many[i] = fmt.Sprintf(`"k%d":%d`, i, i)
+	}
+	rows := []string{
+		`{"geometry":{"type":"Point","coordinates":[-122.5,38,2]},"tags":["a"],"props":{"mag":1,"felt":null},"sizes":[[1],[2,3]],"mixed":[1,"a"],"wide":{` + strings.Join(many, ",") + `},"empty":[],"pair":{"a":1}}`,
+		`{"geometry":{"TYPE":"Point","coordinates":[1,2.5]},"tags":[],"props":{"mag":1.5,"place":"x","when":"2024-01-01"},"sizes":null,"mixed":[true],"wide":{"z":1.5},"empty":[null],"pair":{"b":[1]}}`,
+	}
+	want := []store.ColumnSpec{
+		{Name: "geometry", Type: `STRUCT("type" VARCHAR, coordinates DOUBLE[])`},
+		{Name: "tags", Type: "VARCHAR[]"},
+		{Name: "props", Type: "STRUCT(mag DOUBLE, felt VARCHAR, place VARCHAR, \"when\" DATE)"},
+		{Name: "sizes", Type: "BIGINT[][]"},
+		{Name: "mixed", Type: "JSON[]"},
+		{Name: "wide", Type: "MAP(VARCHAR, DOUBLE)"},
+		{Name: "empty", Type: "VARCHAR[]"},
+		{Name: "pair", Type: "STRUCT(a BIGINT, b BIGINT[])"},
+	}
+	if got := inferOK(t, ndjsonType, strings.Join(rows, "\n")); !slices.Equal(got, want) {
+		t.Errorf("specs = %v\nwant %v", got, want)
+	}
+	for _, c := range []struct{ body, typ string }{
+		{`{"a":{"x":1}}` + "\n" + `{"a":[1]}`, "VARCHAR"},
+		{`{"a":{"x":1}}` + "\n" + `{"a":"text"}`, "VARCHAR"},
+		{`{"a":{}}`, "JSON"},
+		{`{"a":{"":1}}`, "MAP(VARCHAR, BIGINT)"},
+		{`{"a":[1e999]}`, "JSON[]"},
+	} {
+		if got := inferOK(t, ndjsonType, c.body); got[0].Type != c.typ {
+			t.Errorf("%s: inferred %s, want %s", c.body, got[0].Type, c.typ)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"mime"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/ducktail/ducktail/store"
 )
@@ -79,6 +80,9 @@ func (in *Ingester) Ingest(ctx context.Context, req Request) (store.Commit, erro
 				return store.Commit{}, err
 			}
 		}
+		for _, col := range batch.Record.Columns() {
+			warmArrays(col)
+		}
 		c, err := in.DB.Append(ctx, batch)
 		if !errors.Is(err, store.ErrSchemaChanged) || attempt > 0 {
 			return c, err
@@ -116,4 +120,30 @@ func (in *Ingester) table(ctx context.Context, req Request, dec Decoder) (store.
 		return info, nil, err
 	}
 	return info, rec, err
+}
+
+// warmArrays computes, once, what arrow-go computes lazily on first use and caches in
+// the array: the null count (NullN) and a dictionary's values (Dictionary.Dictionary, in
+// every ENUM column at any depth). The published batch is read by several stream encoders
+// at once (docs/design.md, "From an ingest request to a subscriber", step 5), which must
+// not race on those first calls.
+func warmArrays(a arrow.Array) {
+	a.NullN()
+	switch a := a.(type) {
+	case *array.Dictionary:
+		a.Dictionary()
+	case *array.Map:
+		warmArrays(a.Keys())
+		warmArrays(a.Items())
+	case array.ListLike:
+		warmArrays(a.ListValues())
+	case *array.Struct:
+		for i := 0; i < a.NumField(); i++ {
+			warmArrays(a.Field(i))
+		}
+	case array.Union:
+		for i := 0; i < a.NumFields(); i++ {
+			warmArrays(a.Field(i))
+		}
+	}
 }

@@ -26,12 +26,13 @@ import (
 // "NaN"/"Infinity"; true and false only go to BOOLEAN; VARCHAR takes strings, and
 // objects and arrays as their JSON text, but rejects numbers and booleans rather than
 // guess their spelling; BLOB takes base64 strings; DATE, TIME, TIMESTAMP and
-// TIMESTAMPTZ take strings in ISO 8601 forms.
+// TIMESTAMPTZ take strings in ISO 8601 forms; the nested columns take arrays and objects
+// (builders_nested.go), the other types as builders_scalar.go says.
 type jsonDecoder struct{ ndjson bool }
 
 // Decode implements Decoder.
 func (d jsonDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, error) {
-	bs, err := newColumnBuilders(s)
+	bs, err := newColumnBuilders(s, len(body))
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +172,7 @@ func (v *jsonDecodeVisitor) member(name string, val jsonValue) error {
 	}
 	v.seen[ci] = v.row
 	if err := v.cols[ci].appendJSON(val); err != nil {
-		return locate(err, 0, 0, col)
+		return inside(err, col)
 	}
 	return nil
 }

@@ -17,13 +17,15 @@ const flushBytes = 32 << 10
 
 // encode writes every record of rr to w in format f. cursors holds the JSON object
 // members that carry cursors (`"cursor":"r1…"`), written at the end of a JSON body and
-// ignored by the other formats; it may be empty. f must be valid.
-func encode(w io.Writer, f Format, rr array.RecordReader, cursors []byte) error {
+// ignored by the other formats; it may be empty. types, when not nil, are the column
+// types a JSON body names (a table's own, which its Arrow form may not tell apart:
+// HUGEINT and DECIMAL(38,0) are both decimal128(38,0)). f must be valid.
+func encode(w io.Writer, f Format, rr array.RecordReader, cursors []byte, types []string) error {
 	switch f {
 	case FormatArrow:
 		return writeArrow(w, rr)
 	case FormatJSON:
-		return writeJSON(w, rr, cursors)
+		return writeJSON(w, rr, cursors, types)
 	case FormatNDJSON:
 		return writeNDJSON(w, rr)
 	case FormatCSV:
@@ -66,40 +68,10 @@ func uniqueNames(fields []arrow.Field) []string {
 	return names
 }
 
-// sqlTypeName names an Arrow type as DuckDB names the SQL type it exports that way: the
-// store.Type spelling for column types (store.TypeFromArrow), and DuckDB's spelling for
-// the other types a query can return.
+// sqlTypeName names an Arrow type as DuckDB names the SQL type it exports that way
+// (store.TypeFromArrow), or, for the few types no column holds, the Arrow type's name in
+// upper case.
 func sqlTypeName(dt arrow.DataType) string {
-	switch dt := dt.(type) {
-	case *arrow.TimestampType:
-		if dt.TimeZone != "" {
-			return string(store.TypeTimestampTZ)
-		}
-		switch dt.Unit {
-		case arrow.Second:
-			return "TIMESTAMP_S"
-		case arrow.Millisecond:
-			return "TIMESTAMP_MS"
-		case arrow.Nanosecond:
-			return "TIMESTAMP_NS"
-		}
-	case *arrow.MonthDayNanoIntervalType:
-		return "INTERVAL"
-	case arrow.ListLikeType:
-		if fsl, ok := dt.(*arrow.FixedSizeListType); ok {
-			return sqlTypeName(fsl.Elem()) + "[" + strconv.Itoa(int(fsl.Len())) + "]"
-		}
-		if m, ok := dt.(*arrow.MapType); ok {
-			return "MAP(" + sqlTypeName(m.KeyType()) + ", " + sqlTypeName(m.ItemType()) + ")"
-		}
-		return sqlTypeName(dt.Elem()) + "[]"
-	case *arrow.StructType:
-		parts := make([]string, dt.NumFields())
-		for i, f := range dt.Fields() {
-			parts[i] = store.QuoteIdent(f.Name) + " " + sqlTypeName(f.Type)
-		}
-		return "STRUCT(" + strings.Join(parts, ", ") + ")"
-	}
 	if t, err := store.TypeFromArrow(dt); err == nil {
 		return string(t)
 	}

@@ -147,7 +147,11 @@ func (r *Reader) ShapedTable(ctx context.Context, table string, spec ShapeSpec, 
 				}
 				cursor = valuetext.AppendJSONString([]byte(`"cursor":`), c)
 			}
-			return encode(w, f, rr, cursor)
+			types := make([]string, len(info.Schema.Columns))
+			for i, c := range info.Schema.Columns {
+				types[i] = string(c.Type)
+			}
+			return encode(w, f, rr, cursor, types)
 		})
 		if err != nil && !shape.Empty() && store.ErrorCode(err) == store.CodeInternal && ctx.Err() == nil && valueError(err) {
 			// DuckDB's message may quote a value of a row outside the token's policy.
@@ -253,7 +257,7 @@ func (r *Reader) query(ctx context.Context, sqlText string, params []any, f Form
 			run = v.sql
 		}
 		err = tx.QueryArrow(qctx, run, args, func(rr array.RecordReader) error {
-			return encode(body, f, rr, r.cursorsJSON(cursors))
+			return encode(body, f, rr, r.cursorsJSON(cursors), nil)
 		})
 		if err != nil {
 			err = r.queryError(ctx, qctx, err)

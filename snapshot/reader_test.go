@@ -812,7 +812,7 @@ func TestQueryResultTypeNames(t *testing.T) {
 	for _, c := range b.Columns {
 		got = append(got, c.Name+" "+c.Type)
 	}
-	want := `l INTEGER[], st STRUCT("a" INTEGER, "b" VARCHAR), mp MAP(VARCHAR, DECIMAL(2,1)), iv INTERVAL, nu INTEGER, h DECIMAL(38,0), tns TIMESTAMP_NS, en VARCHAR, arr INTEGER[2]`
+	want := `l INTEGER[], st STRUCT(a INTEGER, b VARCHAR), mp MAP(VARCHAR, DECIMAL(2,1)), iv INTERVAL, nu INTEGER, h DECIMAL(38,0), tns TIMESTAMP_NS, en VARCHAR, arr INTEGER[2]`
 	if s := strings.Join(got, ", "); s != want {
 		t.Fatalf("columns:\n got %s\nwant %s", s, want)
 	}

@@ -11,9 +11,14 @@ import (
 
 // writeJSON writes rr as one JSON object (RFC 8259) on one line:
 // {"columns":[{"name":…,"type":…},…],"rows":[{…},…]<,cursors>}\n, where cursors are the
-// pre-encoded members passed to encode.
-func writeJSON(w io.Writer, rr array.RecordReader, cursors []byte) error {
+// pre-encoded members passed to encode, and each "type" is types[i] when given.
+func writeJSON(w io.Writer, rr array.RecordReader, cursors []byte, types []string) error {
 	cols := columnsOf(rr.Schema())
+	for i := range cols {
+		if i < len(types) {
+			cols[i].typ = types[i]
+		}
+	}
 	buf := make([]byte, 0, flushBytes+flushBytes/4)
 	buf = append(buf, `{"columns":[`...)
 	for i, c := range cols {

@@ -3,9 +3,12 @@ package stream
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/ducktail/ducktail/store"
 	"github.com/ducktail/ducktail/valuetext"
@@ -42,7 +45,13 @@ func ArrowIPC(s *arrow.Schema, recs []arrow.RecordBatch) ([]byte, error) {
 	var buf bytes.Buffer
 	w := ipc.NewWriter(&buf, ipc.WithSchema(s))
 	for _, r := range recs {
-		if err := w.Write(r); err != nil {
+		r, err := compactUnions(r)
+		if err != nil {
+			return nil, fmt.Errorf("encode arrow ipc: %w", err)
+		}
+		err = w.Write(r)
+		r.Release()
+		if err != nil {
 			return nil, fmt.Errorf("encode arrow ipc: %w", err)
 		}
 	}
@@ -50,6 +59,73 @@ func ArrowIPC(s *arrow.Schema, recs []arrow.RecordBatch) ([]byte, error) {
 		return nil, fmt.Errorf("encode arrow ipc: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// compactUnions returns rec (retained) or, when a column holds a union, a copy of rec
+// whose union type-code (and dense offset) buffers are padded: arrow-go's IPC writer
+// (v18.8) slices those buffers at offset+padded length, past their end when they are not
+// padded to 8 bytes (as DuckDB's are not) and the array is a slice at a non-zero offset,
+// as replayed commits are slices of a scanned chunk.
+func compactUnions(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	cols := rec.Columns()
+	var out []arrow.Array
+	for i, c := range cols {
+		if !hasUnion(c.DataType()) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(cols)
+		}
+		d := padUnionBuffers(c.Data())
+		out[i] = array.MakeFromData(d)
+		d.Release()
+		defer out[i].Release()
+	}
+	if out == nil {
+		rec.Retain()
+		return rec, nil
+	}
+	return array.NewRecordBatch(rec.Schema(), out, rec.NumRows()), nil
+}
+
+// padUnionBuffers returns d with every union's type codes and offsets copied into
+// buffers 64 bytes longer, at any depth; other buffers are shared. A new reference.
+func padUnionBuffers(d arrow.ArrayData) arrow.ArrayData {
+	if !hasUnion(d.DataType()) {
+		d.Retain()
+		return d
+	}
+	bufs := slices.Clone(d.Buffers())
+	if _, ok := d.DataType().(arrow.UnionType); ok {
+		for i := 1; i < len(bufs); i++ {
+			if bufs[i] != nil {
+				padded := make([]byte, bufs[i].Len()+64)
+				copy(padded, bufs[i].Bytes())
+				bufs[i] = memory.NewBufferBytes(padded)
+			}
+		}
+	}
+	kids := make([]arrow.ArrayData, len(d.Children()))
+	for i, c := range d.Children() {
+		kids[i] = padUnionBuffers(c)
+		defer kids[i].Release()
+	}
+	return array.NewData(d.DataType(), d.Len(), bufs, kids, d.NullN(), d.Offset())
+}
+
+// hasUnion reports whether dt is or holds a union type.
+func hasUnion(dt arrow.DataType) bool {
+	if _, ok := dt.(arrow.UnionType); ok {
+		return true
+	}
+	if n, ok := dt.(arrow.NestedType); ok {
+		for _, f := range n.Fields() {
+			if hasUnion(f.Type) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // framePayload is the payload of a schema or batch event in one encoding: Arrow IPC

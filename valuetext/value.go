@@ -29,7 +29,10 @@ const MaxSafeInteger = 1<<53 - 1
 //	                           (float32 0.1 is 0.1), exponent form below 1e-6 and from
 //	                           1e21 on, as encoding/json and JavaScript write it; NaN and
 //	                           ±Inf are the strings "NaN", "Infinity", "-Infinity"
-//	decimal128(p,s)            the exact decimal as a number with s fraction digits (1.500)
+//	decimal128(p,s)            the exact decimal as a number with s fraction digits (1.500);
+//	                           with bigIntsAsStrings, one whose unscaled value exceeds
+//	                           MaxSafeInteger is a string of that text (HUGEINT and UHUGEINT
+//	                           are decimal128(38,0))
 //	utf8                       a string: '"', '\', every control character and U+2028,
 //	                           U+2029 escaped, so the output never holds a raw CR, LF or
 //	                           NUL; each byte of invalid UTF-8 becomes U+FFFD
@@ -38,7 +41,15 @@ const MaxSafeInteger = 1<<53 - 1
 //	time64[us]                 "HH:MM:SS" plus ".ffffff" without trailing zeros when the
 //	                           fraction is not zero
 //	timestamp[us]              "YYYY-MM-DDTHH:MM:SS[.ffffff]", with a time zone "…Z" (the
-//	                           instant in UTC)
+//	                           instant in UTC); timestamp[s], [ms] alike, timestamp[ns]
+//	                           with up to nine fraction digits
+//	month_day_nano_interval    an ISO 8601 duration, signed per component ("P1Y2M3DT4H5M6.5S")
+//	list, fixed_size_list      an array of the element values
+//	struct                     an object of the members in order
+//	map                        an object: each key's plain text (AppendTextValue) → value
+//	union                      the value of the selected member
+//
+// Nested values are JSON in AppendTextValue too (the CSV form of nested columns).
 //
 // Years outside 0000–9999 use ISO 8601 expanded years ("+010000-01-01", "-000001-12-31").
 // A dictionary array encodes its decoded value. Any other type appends a JSON string of
@@ -152,6 +163,9 @@ func appendValue(dst []byte, arr arrow.Array, i int, asJSON, bigIntsAsStrings bo
 	case *array.Float64:
 		return appendFloat(dst, a.Value(i), 64, asJSON)
 	case *array.Decimal128:
+		if asJSON && bigIntsAsStrings && unsafeDecimal(a.Value(i)) {
+			return append(appendDecimal128(append(dst, '"'), a.Value(i), a.DataType().(*arrow.Decimal128Type).Scale), '"')
+		}
 		return appendDecimal128(dst, a.Value(i), a.DataType().(*arrow.Decimal128Type).Scale)
 	case *array.String:
 		if asJSON {
@@ -169,15 +183,22 @@ func appendValue(dst []byte, arr arrow.Array, i int, asJSON, bigIntsAsStrings bo
 		}
 	case *array.Timestamp:
 		tt := a.DataType().(*arrow.TimestampType)
-		if tt.Unit == arrow.Microsecond {
-			dst = appendTimestamp(quoted(dst, asJSON), int64(a.Value(i)))
-			if tt.TimeZone != "" {
-				dst = append(dst, 'Z')
-			}
-			return quoted(dst, asJSON)
+		dst = appendTimestampUnit(quoted(dst, asJSON), int64(a.Value(i)), tt.Unit)
+		if tt.TimeZone != "" {
+			dst = append(dst, 'Z')
 		}
+		return quoted(dst, asJSON)
+	case *array.MonthDayNanoInterval:
+		return quoted(appendInterval(quoted(dst, asJSON), a.Value(i)), asJSON)
 	case *array.Dictionary:
 		return appendValue(dst, a.Dictionary(), a.GetValueIndex(i), asJSON, bigIntsAsStrings)
+	case *array.SparseUnion:
+		return appendValue(dst, a.Field(a.ChildID(i)), i, asJSON, bigIntsAsStrings)
+	case *array.DenseUnion:
+		return appendValue(dst, a.Field(a.ChildID(i)), int(a.ValueOffset(i)), asJSON, bigIntsAsStrings)
+	}
+	if isNested(arr) {
+		return appendNested(dst, arr, i, asJSON && bigIntsAsStrings)
 	}
 	if asJSON {
 		return AppendJSONString(dst, arr.ValueStr(i))

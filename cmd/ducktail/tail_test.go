@@ -303,3 +303,37 @@ func TestTailShaped(t *testing.T) {
 		t.Fatalf("tail printed %s", got)
 	}
 }
+
+// TestRowPrintersShowNestedValues: a STRUCT, a LIST and an INTERVAL print readably in every
+// format, nested values as their JSON text.
+func TestRowPrintersShowNestedValues(t *testing.T) {
+	geo := arrow.StructOf(arrow.Field{Name: "lat", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		arrow.Field{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true})
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "geo", Type: geo, Nullable: true},
+		{Name: "iv", Type: arrow.FixedWidthTypes.MonthDayNanoInterval, Nullable: true},
+	}, nil)
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema, strings.NewReader(
+		`[{"geo": {"lat": 38.5, "tags": ["a", "b c"]}, "iv": {"months": 1, "days": 2, "nanoseconds": 3000000000}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	for _, tc := range []struct{ format, want string }{
+		{"ndjson", `{"geo":{"lat":38.5,"tags":["a","b c"]},"iv":"P1M2DT3S"}` + "\n"},
+		{"csv", "geo,iv\r\n\"{\"\"lat\"\":38.5,\"\"tags\"\":[\"\"a\"\",\"\"b c\"\"]}\",P1M2DT3S\r\n"},
+		{"table", "geo                              iv\n-------------------------------  --------\n{\"lat\":38.5,\"tags\":[\"a\",\"b c\"]}  P1M2DT3S\n"},
+	} {
+		var out bytes.Buffer
+		p, err := newRowPrinter(tc.format, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := printRecords(p, schema, []arrow.RecordBatch{rec}); err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.format, out.String(), tc.want)
+		}
+	}
+}

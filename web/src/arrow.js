@@ -1,5 +1,5 @@
 // The text and numbers the page shows for the values of Arrow columns.
-import { DateUnit, Type, util } from 'apache-arrow';
+import { DateUnit, IntervalUnit, Type, util } from 'apache-arrow';
 
 /** @param {import('apache-arrow').DataType} type */
 export function isNumeric(type) {
@@ -47,6 +47,17 @@ export function formatValue(type, value) {
     case Type.LargeBinary:
     case Type.FixedSizeBinary:
       return `${value.length} bytes`;
+    case Type.List:
+    case Type.FixedSizeList:
+    case Type.Struct:
+    case Type.Map:
+      // Nested values as JSON text; 64-bit integers inside as their digits.
+      return JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
+    case Type.Interval:
+      if (type.unit === IntervalUnit.MONTH_DAY_NANO) {
+        const nanos = BigInt(value[2] >>> 0) + (BigInt(value[3]) << 32n);
+        return `${value[0]} months ${value[1]} days ${nanos / 1000n} µs`;
+      }
   }
   switch (typeof value) {
     case 'string':
