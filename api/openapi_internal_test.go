@@ -1,10 +1,8 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
