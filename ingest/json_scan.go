@@ -186,14 +186,7 @@ func (sc *jsonScanner) object(v jsonRowVisitor) error {
 		if escaped {
 			name = sc.unescape(raw)
 		}
-		if err := sc.skipSpace(); err != nil {
-			return err
-		}
-		if sc.p >= len(sc.s) || sc.s[sc.p] != ':' {
-			return sc.syntaxError("expected ':' after member name, found %s", sc.describe())
-		}
-		sc.p++
-		if err := sc.skipSpace(); err != nil {
+		if err := sc.memberColon(); err != nil {
 			return err
 		}
 		val, err := sc.value(0)
@@ -203,22 +196,15 @@ func (sc *jsonScanner) object(v jsonRowVisitor) error {
 		if err := v.member(name, val); err != nil {
 			return err
 		}
-		if err := sc.skipSpace(); err != nil {
+		more, closed, err := sc.separator('}')
+		switch {
+		case err != nil:
 			return err
-		}
-		if sc.p < len(sc.s) {
-			switch sc.s[sc.p] {
-			case ',':
-				sc.p++
-				if err := sc.skipSpace(); err != nil {
-					return err
-				}
-				continue
-			case '}':
-				sc.p++
-				v.endRow()
-				return nil
-			}
+		case more:
+			continue
+		case closed:
+			v.endRow()
+			return nil
 		}
 		return sc.syntaxError("expected ',' or '}' after member %s, found %s", quoteValue(name), sc.describe())
 	}
@@ -326,38 +312,56 @@ func (sc *jsonScanner) skipComposite(depth int) error {
 			if _, _, err := sc.scanString(); err != nil {
 				return err
 			}
-			if err := sc.skipSpace(); err != nil {
-				return err
-			}
-			if sc.p >= len(sc.s) || sc.s[sc.p] != ':' {
-				return sc.syntaxError("expected ':' after member name, found %s", sc.describe())
-			}
-			sc.p++
-			if err := sc.skipSpace(); err != nil {
+			if err := sc.memberColon(); err != nil {
 				return err
 			}
 		}
 		if err := sc.skipValue(depth + 1); err != nil {
 			return err
 		}
-		if err := sc.skipSpace(); err != nil {
+		more, closed, err := sc.separator(closer)
+		switch {
+		case err != nil:
 			return err
-		}
-		if sc.p < len(sc.s) {
-			switch sc.s[sc.p] {
-			case ',':
-				sc.p++
-				if err := sc.skipSpace(); err != nil {
-					return err
-				}
-				continue
-			case closer:
-				sc.p++
-				return nil
-			}
+		case more:
+			continue
+		case closed:
+			return nil
 		}
 		return sc.syntaxError("expected ',' or '%c', found %s", closer, sc.describe())
 	}
+}
+
+// memberColon reads the ':' after a member name, with the white space around it.
+func (sc *jsonScanner) memberColon() error {
+	if err := sc.skipSpace(); err != nil {
+		return err
+	}
+	if sc.p >= len(sc.s) || sc.s[sc.p] != ':' {
+		return sc.syntaxError("expected ':' after member name, found %s", sc.describe())
+	}
+	sc.p++
+	return sc.skipSpace()
+}
+
+// separator reads what follows a member or an element: a ',' (more is true; the white
+// space after it is skipped too) or closer (closed is true). Neither is left for the
+// caller to report.
+func (sc *jsonScanner) separator(closer byte) (more, closed bool, err error) {
+	if err := sc.skipSpace(); err != nil {
+		return false, false, err
+	}
+	if sc.p < len(sc.s) {
+		switch sc.s[sc.p] {
+		case ',':
+			sc.p++
+			return true, false, sc.skipSpace()
+		case closer:
+			sc.p++
+			return false, true, nil
+		}
+	}
+	return false, false, nil
 }
 
 // skipValue validates and skips one value without unescaping strings.
