@@ -351,6 +351,7 @@ async function connect() {
     return;
   }
   liveShape = shapeKey(shape);
+  cursorEl.textContent = '–';
   view.schema = null;
   view.rows = [];
   view.total = 0;
