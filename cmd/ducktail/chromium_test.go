@@ -26,13 +26,15 @@ type chromium struct {
 
 // pageState is what the driver reads from the page's DOM.
 type pageState struct {
-	URL         string
-	Status      string
-	Count       int
-	Cursor      string
-	Error       string
-	Notices     []string
-	Columns     []string
+	URL     string
+	Status  string
+	Count   int
+	Cursor  string
+	Error   string
+	Notices []string
+	Columns []string
+	// Picker is the column picker's checkboxes, in order.
+	Picker      []pickedColumn
 	Rows        []pageRow
 	ChartPoints int `json:"chart_points"`
 	Chart       chartState
@@ -40,6 +42,12 @@ type pageState struct {
 	Buttons struct{ Connect, Disconnect string }
 	// Problems are the console errors and uncaught exceptions the page logged.
 	Problems []string
+}
+
+// pickedColumn is one checkbox of the column picker.
+type pickedColumn struct {
+	Name    string
+	Checked bool
 }
 
 // chartState is the chart as drawn.
@@ -71,6 +79,8 @@ type until struct {
 	// Error and Notice are substrings of the error box and of an event log entry.
 	Error  string `json:"error,omitempty"`
 	Notice string `json:"notice,omitempty"`
+	// Columns is the rows' header, "#" first, exactly.
+	Columns []string `json:"columns,omitempty"`
 }
 
 // driverSlack is added to a command's own timeout before the test gives up on the driver.

@@ -53,3 +53,13 @@ export async function listTables(base, token) {
   const body = await res.json();
   return body.tables.map((t) => t.name);
 }
+
+/**
+ * The names of a table's columns, in order (GET /v1/tables/{t}).
+ * @returns {Promise<string[]>}
+ */
+export async function tableColumns(base, token, table) {
+  const res = await call(base, `/v1/tables/${encodeURIComponent(table)}`, token, 'application/json', `Reading the columns of ${table} failed`);
+  const body = await res.json();
+  return body.columns.map((c) => c.name);
+}

@@ -1,7 +1,8 @@
 // LiveTable keeps one table live in the page with @ducktail/client (clients/js): a
 // liveQuery (the snapshot and its cursor, then the stream from that cursor, rebuilt from
 // a new snapshot after refresh-required), or a stream from now. The package follows the
-// whole protocol (docs/consuming.md); this file turns what it reports into the page's
+// whole protocol (docs/consuming.md), and both are read through the page's shape (its
+// filter and columns; docs/api.md, "Shapes"); this file turns what it reports into the page's
 // status, notices and errors. A stream or snapshot refused before it ever worked (bad
 // token, origin not allowed) is not retried.
 import { ConnectionLostError, DucktailClient, HttpError, ReconnectError } from '@ducktail/client';
@@ -30,6 +31,8 @@ export class LiveTable {
   #base;
   #token;
   #table;
+  /** @type {import('@ducktail/client').Shape | undefined} */
+  #shape;
   #handlers;
   /** @type {{close(): void} | null} */
   #live = null;
@@ -39,12 +42,13 @@ export class LiveTable {
   #resuming = false;
 
   /**
-   * @param {{base: string, token: string, table: string, handlers: Handlers}} options
+   * @param {{base: string, token: string, table: string, shape?: import('@ducktail/client').Shape, handlers: Handlers}} options
    */
-  constructor({ base, token, table, handlers }) {
+  constructor({ base, token, table, shape, handlers }) {
     this.#base = base;
     this.#token = token;
     this.#table = table;
+    this.#shape = shape;
     this.#handlers = handlers;
   }
 
@@ -75,6 +79,7 @@ export class LiveTable {
     h.status(Status.CONNECTING, 'loading the snapshot');
     let snapshots = 0;
     const lq = client.liveQuery(this.#table, {
+      shape: this.#shape,
       onChange: (change) => {
         if (this.#live !== lq) return;
         if (change.kind === 'batch') {
@@ -99,7 +104,7 @@ export class LiveTable {
 
   #subscribe(client) {
     const h = this.#handlers;
-    const stream = client.stream(this.#table);
+    const stream = client.stream(this.#table, { shape: this.#shape });
     this.#live = stream;
     let notified = false;
     stream.subscribe({

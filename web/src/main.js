@@ -1,8 +1,9 @@
-// The live table page: connection form, status, chart, rows and the event log. The
+// The live table page: connection form with the shape (a filter and a column picker),
+// status, chart, rows and the event log. The
 // URL fragment may carry the settings (#api=…&token=…&table=…&start=live); the token is
 // removed from the address bar once read.
 import './style.css';
-import { ApiError, listTables, normalizeBase } from './api.js';
+import { ApiError, listTables, normalizeBase, tableColumns } from './api.js';
 import { formatValue, isNumeric, isTime, numericValue, sameSchema } from './arrow.js';
 import { LiveChart, ROW_AXIS } from './chart.js';
 import { LiveTable, Status } from './live.js';
@@ -23,6 +24,8 @@ const apiInput = $('api');
 const tokenInput = $('token');
 const tableSelect = $('table');
 const startSelect = $('start');
+const whereInput = $('where');
+const columnsBox = $('columns');
 const connectButton = $('connect');
 const disconnectButton = $('disconnect');
 const errorBox = $('error');
@@ -59,6 +62,10 @@ const unlogged = { batches: 0, rows: 0, timer: 0 };
 let live = null;
 /** Counts connect() calls, so that a slower earlier one gives way to a later one. */
 let attempts = 0;
+/** The table whose columns the picker shows, '' before one is loaded. */
+let pickerTable = '';
+/** The shape the current load reads through, as shapeKey gives it. */
+let liveShape = '';
 
 function setStatus(status, detail) {
   statusEl.dataset.status = status;
@@ -261,6 +268,51 @@ async function loadTables() {
   if (names.length === 0) throw new ApiError('This token may see no table.');
 }
 
+/** Fills the column picker with the chosen table's columns, all picked, unless it shows them already. */
+async function loadColumns() {
+  const base = normalizeBase(apiInput.value);
+  const token = tokenInput.value.trim();
+  const table = tableSelect.value;
+  if (!base || !token || !table || table === pickerTable) return;
+  const names = await tableColumns(base, token, table);
+  if (tableSelect.value !== table) return;
+  pickerTable = table;
+  columnsBox.replaceChildren(...names.map((name) => {
+    const box = document.createElement('input');
+    box.type = 'checkbox';
+    box.value = name;
+    box.checked = true;
+    const label = document.createElement('label');
+    label.append(box, name);
+    return label;
+  }));
+}
+
+/**
+ * The shape of the filter field and the column picker (docs/api.md, "Shapes"): no
+ * columns when every one is picked; null when none is.
+ * @returns {import('@ducktail/client').Shape | null}
+ */
+function currentShape() {
+  const boxes = Array.from(columnsBox.querySelectorAll('input[type=checkbox]'));
+  const picked = boxes.filter((b) => b.checked).map((b) => b.value);
+  if (boxes.length > 0 && picked.length === 0) return null;
+  const where = whereInput.value.trim();
+  return {
+    ...(where ? { where } : {}),
+    ...(picked.length < boxes.length ? { columns: picked } : {}),
+  };
+}
+
+function shapeKey(shape) {
+  return JSON.stringify([shape?.where ?? '', shape?.columns ?? []]);
+}
+
+/** A change of the filter or the columns restarts the load, when there is one. */
+function shapeChanged() {
+  if (live && shapeKey(currentShape()) !== liveShape) connect();
+}
+
 async function connect() {
   const attempt = ++attempts;
   live?.stop();
@@ -283,6 +335,23 @@ async function connect() {
     setStatus(Status.CLOSED, '');
     return;
   }
+  // The picker is a convenience: without it the load reads every column, and a server
+  // that refuses the page says why when the snapshot or the stream is refused.
+  try {
+    await loadColumns();
+  } catch (err) {
+    if (attempt !== attempts) return;
+    note('warning', `${err.message} The column picker stays empty: every column is read.`);
+  }
+  if (attempt !== attempts) return;
+  const shape = currentShape();
+  if (!shape) {
+    showError('Pick at least one column.');
+    setStatus(Status.CLOSED, '');
+    return;
+  }
+  liveShape = shapeKey(shape);
+  cursorEl.textContent = '–';
   view.schema = null;
   view.rows = [];
   view.total = 0;
@@ -294,6 +363,7 @@ async function connect() {
     base: normalizeBase(apiInput.value),
     token: tokenInput.value.trim(),
     table,
+    shape,
     handlers: {
       status: setStatus,
       snapshot: onSnapshot,
@@ -306,7 +376,8 @@ async function connect() {
       },
     },
   });
-  note('info', `Connecting to ${table}.`);
+  const shaped = [shape.where && `where ${shape.where}`, shape.columns && `columns ${shape.columns.join(', ')}`].filter(Boolean);
+  note('info', `Connecting to ${table}${shaped.length ? ` (${shaped.join('; ')})` : ''}.`);
   live.start(startSelect.value === 'snapshot');
 }
 
@@ -333,8 +404,11 @@ function init() {
     connect();
   });
   disconnectButton.addEventListener('click', disconnect);
-  $('load-tables').addEventListener('click', () => loadTables().catch((err) => showError(err.message)));
-  tokenInput.addEventListener('change', () => loadTables().catch((err) => showError(err.message)));
+  $('load-tables').addEventListener('click', () => loadTables().then(loadColumns).catch((err) => showError(err.message)));
+  tokenInput.addEventListener('change', () => loadTables().then(loadColumns).catch((err) => showError(err.message)));
+  tableSelect.addEventListener('change', () => loadColumns().catch((err) => showError(err.message)));
+  whereInput.addEventListener('change', shapeChanged);
+  columnsBox.addEventListener('change', shapeChanged);
   chartSelect.addEventListener('change', () => {
     chart.show(chartSelect.value);
     scheduleRender();

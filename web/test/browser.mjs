@@ -4,10 +4,13 @@
 // after a first line {"ready": true, "version": "<chromium version>"}. Commands:
 //   open       {page, url}                  a new page in its own context (TLS errors ignored)
 //   wait       {page, until, timeout_ms}    until the page's state matches `until`
-//                                           (status, count, error, notice: see inspect)
+//                                           (status, count, error, notice, columns: see inspect)
 //   state      {page}                       the page's state (see inspect)
 //   select     {page, selector, value}      choose an <option>
 //   click      {page, selector}
+//   fill       {page, selector, value}      type value into a text field, then leave it
+//                                           (the field fires change)
+//   check      {page, selector, checked}    tick or untick a checkbox (it fires change)
 //   hover      {page, selector, x, y}       move the mouse to the point (x, y) of the
 //                                           element's box, as fractions of its size
 //   screenshot {page, path}                 a full-page PNG
@@ -34,9 +37,10 @@ const browser = await chromium.launch({
 const pages = new Map();
 
 // inspect runs in the page: the state the Go test checks, read from the DOM, when it
-// has every property `until` names (status, count, error and notice substrings), else
-// null. It is one self-contained function because Playwright ships it to the page as
-// source; the page's Content-Security-Policy forbids evaluating strings there.
+// has every property `until` names (status, count, error and notice substrings, the
+// header's columns), else null. It is one self-contained function because Playwright
+// ships it to the page as source; the page's Content-Security-Policy forbids evaluating
+// strings there.
 function inspect(until) {
   const q = (s) => document.querySelector(s);
   const error = q('#error');
@@ -48,6 +52,7 @@ function inspect(until) {
     error: error && !error.hidden ? error.textContent : '',
     notices: Array.from(document.querySelectorAll('#notices li'), (li) => li.textContent),
     columns: Array.from(document.querySelectorAll('#rows thead th'), (th) => th.textContent),
+    picker: Array.from(document.querySelectorAll('#columns input[type=checkbox]'), (b) => ({ name: b.value, checked: b.checked })),
     rows: Array.from(document.querySelectorAll('#rows tbody tr'), (tr) => ({
       key: Number(tr.dataset.key),
       cells: Array.from(tr.cells, (c) => c.textContent),
@@ -62,7 +67,8 @@ function inspect(until) {
   const ok = (until.status === undefined || state.status === until.status) &&
     (until.count === undefined || state.count === until.count) &&
     (until.error === undefined || state.error.includes(until.error)) &&
-    (until.notice === undefined || state.notices.some((n) => n.includes(until.notice)));
+    (until.notice === undefined || state.notices.some((n) => n.includes(until.notice))) &&
+    (until.columns === undefined || JSON.stringify(state.columns) === JSON.stringify(until.columns));
   return ok ? state : null;
 
   // The chart as drawn: its x-axis, the legend's x value, its height, and the ink (pixels
@@ -136,6 +142,16 @@ const commands = {
   },
   async click({ page, selector }) {
     await pageNamed(page).page.click(selector);
+    return null;
+  },
+  async fill({ page, selector, value }) {
+    const field = pageNamed(page).page.locator(selector);
+    await field.fill(value);
+    await field.blur();
+    return null;
+  },
+  async check({ page, selector, checked }) {
+    await pageNamed(page).page.locator(selector).setChecked(checked);
     return null;
   },
   async hover({ page, selector, x, y }) {

@@ -2,6 +2,7 @@
 import { tableFromIPC } from 'apache-arrow';
 import type { Table } from 'apache-arrow';
 import { Schedule } from './backoff.js';
+import type { Shape } from './shape.js';
 import { LiveQuery } from './livequery.js';
 import type { LiveQueryOptions } from './livequery.js';
 import { DucktailStream } from './stream.js';
@@ -48,7 +49,7 @@ export class DucktailClient {
     return new LiveQuery(
       {
         snapshot: (t, o) => this.snapshot(t, o),
-        stream: (t, o) => this.stream(t, { cursor: o.cursor }),
+        stream: (t, o) => this.stream(t, { cursor: o.cursor, shape: o.shape }),
         schedule: () => new Schedule(this.#t.backoff),
       },
       table,
@@ -58,14 +59,15 @@ export class DucktailClient {
 
   /**
    * GET /v1/tables/{table}/snapshot as an Arrow IPC stream (format arrow, the only one):
-   * the whole table from one read transaction, and its cursor. Rejects with an HttpError
+   * the whole table, or the rows and columns of opts.shape, from one read transaction,
+   * and its cursor (bound to the shape). Rejects with an HttpError
    * on a refusal, or an Error when the answer has no cursor header (from another origin:
    * the server must list it in --cors-origin).
    */
-  async snapshot(table: string, opts: { format?: 'arrow'; signal?: AbortSignal } = {}): Promise<Snapshot> {
+  async snapshot(table: string, opts: { format?: 'arrow'; shape?: Shape; signal?: AbortSignal } = {}): Promise<Snapshot> {
     if (opts.format !== undefined && opts.format !== 'arrow') throw new TypeError(`snapshot format ${opts.format}: only arrow`);
     const what = `the snapshot of ${table}`;
-    const res = await this.#t.fetch(this.#t.tableURL(table, 'snapshot'), {
+    const res = await this.#t.fetch(this.#t.tableURL(table, 'snapshot', opts.shape), {
       headers: await this.#t.headers(ARROW_STREAM),
       signal: opts.signal ?? null,
       cache: 'no-store',

@@ -3,6 +3,7 @@
 export { DucktailClient, parseCursors } from './client.js';
 export type { QueryResult, Snapshot } from './client.js';
 export type { ClientOptions } from './transport.js';
+export type { Shape } from './shape.js';
 export { DucktailStream } from './stream.js';
 export type { Encoding, Status, StatusDetail, StreamEvent, StreamOptions, Subscriber } from './stream.js';
 export { LiveQuery, sameColumns } from './livequery.js';

@@ -4,6 +4,7 @@
 import type { Schema, Table } from 'apache-arrow';
 import { Schedule, sleep } from './backoff.js';
 import { HandlerError, HttpError, RefreshRequiredError } from './errors.js';
+import type { Shape } from './shape.js';
 import type { DucktailStream, Status, StatusDetail, StreamEvent } from './stream.js';
 
 /** What a liveQuery shows: its rows, their cursor and its status, replaced together. */
@@ -34,14 +35,16 @@ export interface LiveQueryOptions {
   onStatus?(status: Status, detail: StatusDetail): void;
   /** Every error, including those recovered from (a cut connection, a refresh-required). */
   onError?(error: Error): void;
+  /** The rows and columns to keep (shape.ts): its snapshot and its stream are both read through it. */
+  shape?: Shape;
   /** Aborting it closes the liveQuery. */
   signal?: AbortSignal;
 }
 
 /** What a liveQuery needs of the client. */
 export interface LiveSource {
-  snapshot(table: string, opts: { signal: AbortSignal }): Promise<{ rows: Table; cursor: string }>;
-  stream(table: string, opts: { cursor: string }): DucktailStream<'arrow'>;
+  snapshot(table: string, opts: { signal: AbortSignal; shape?: Shape }): Promise<{ rows: Table; cursor: string }>;
+  stream(table: string, opts: { cursor: string; shape?: Shape }): DucktailStream<'arrow'>;
   schedule(): Schedule;
 }
 
@@ -124,7 +127,7 @@ export class LiveQuery {
       if (this.#stop.signal.aborted || gen !== this.#generation) return;
       let snap: { rows: Table; cursor: string };
       try {
-        snap = await this.#source.snapshot(this.table, { signal: this.#stop.signal });
+        snap = await this.#source.snapshot(this.table, { signal: this.#stop.signal, shape: this.#opts.shape });
       } catch (err) {
         if (this.#stop.signal.aborted || gen !== this.#generation) return;
         const error = err instanceof Error ? err : new Error(String(err));
@@ -156,7 +159,7 @@ export class LiveQuery {
   }
 
   #follow(gen: number, cursor: string): void {
-    const stream = this.#source.stream(this.table, { cursor });
+    const stream = this.#source.stream(this.table, { cursor, shape: this.#opts.shape });
     this.#stream = stream;
     stream.subscribe({
       next: (ev) => {

@@ -9,6 +9,7 @@ import { decodeArrow, decodeJsonRows, decodeJsonSchema, decodeTerminal } from '.
 import type { JsonColumn } from './payload.js';
 import { SSEParser } from './sse.js';
 import type { SSEEvent } from './sse.js';
+import type { Shape } from './shape.js';
 import type { Transport } from './transport.js';
 import type { ExactRow } from './values.js';
 
@@ -62,6 +63,8 @@ export interface StreamOptions<E extends Encoding = 'arrow'> {
   cursor?: string;
   /** The payload encoding; default arrow. */
   encoding?: E;
+  /** The rows and columns to follow (shape.ts); cursor must have been read through the same shape. */
+  shape?: Shape;
   /** Aborting it closes the stream. */
   signal?: AbortSignal;
 }
@@ -92,6 +95,8 @@ interface Pull<E extends Encoding> {
 export class DucktailStream<E extends Encoding = 'arrow'> implements AsyncIterable<StreamEvent<E>> {
   readonly table: string;
   readonly encoding: E;
+  /** The shape it follows, or undefined for every row and column. */
+  readonly shape: Shape | undefined;
   #transport: Transport;
   #schedule: Schedule;
   #status: Status = 'connecting';
@@ -107,6 +112,7 @@ export class DucktailStream<E extends Encoding = 'arrow'> implements AsyncIterab
   constructor(transport: Transport, table: string, opts: StreamOptions<E> = {}) {
     this.table = table;
     this.encoding = (opts.encoding ?? 'arrow') as E;
+    this.shape = opts.shape;
     this.#transport = transport;
     this.#schedule = new Schedule(transport.backoff);
     this.#cursor = opts.cursor ?? '';
@@ -250,7 +256,7 @@ export class DucktailStream<E extends Encoding = 'arrow'> implements AsyncIterab
       arm();
       let res: Response;
       try {
-        res = await t.fetch(await t.streamURL(this.table, this.#cursor, this.encoding), {
+        res = await t.fetch(await t.streamURL(this.table, this.#cursor, this.encoding, this.shape), {
           headers: await t.streamHeaders(this.#cursor),
           signal: conn.signal,
           cache: 'no-store',

@@ -4,6 +4,8 @@ import { parseRetryAfter, retryableStatus } from './backoff.js';
 import type { BackoffOptions } from './backoff.js';
 import { HttpError } from './errors.js';
 import type { Problem } from './errors.js';
+import { setShapeParams } from './shape.js';
+import type { Shape } from './shape.js';
 import type { Encoding } from './stream.js';
 
 /** Options of new DucktailClient. */
@@ -67,9 +69,13 @@ export class Transport {
     this.#headers = { ...opts.headers };
   }
 
-  /** The URL of a table path: /v1/tables/{table}/{what}. */
-  tableURL(table: string, what: string): string {
-    return `${this.baseUrl}/v1/tables/${encodeURIComponent(table)}/${what}`;
+  /** The URL of a table path: /v1/tables/{table}/{what}, with the shape's parameters. */
+  tableURL(table: string, what: string, shape?: Shape): string {
+    const url = `${this.baseUrl}/v1/tables/${encodeURIComponent(table)}/${what}`;
+    const q = new URLSearchParams();
+    setShapeParams(q, shape);
+    const query = q.toString();
+    return query ? `${url}?${query}` : url;
   }
 
   /** Headers with Authorization: Bearer and accept. */
@@ -77,10 +83,11 @@ export class Transport {
     return { ...this.#headers, Accept: accept, ...extra, Authorization: `Bearer ${await this.#getToken()}` };
   }
 
-  /** The URL of a stream connection from cursor. */
-  async streamURL(table: string, cursor: string, encoding: Encoding): Promise<string> {
+  /** The URL of a stream connection from cursor, through shape. */
+  async streamURL(table: string, cursor: string, encoding: Encoding, shape?: Shape): Promise<string> {
     const q = new URLSearchParams();
     if (encoding !== 'arrow') q.set('encoding', encoding);
+    setShapeParams(q, shape);
     let url: string;
     if (this.tokenInPath) {
       url = `${this.baseUrl}/stream/${encodeURIComponent(await this.#getToken())}`;
