@@ -112,8 +112,8 @@ cat <<'METHOD'
   so `--replay-rate` (which meters commit-log bytes) does not slow it.
 - **`BenchmarkIngestDuringReplays/replays={0,300}`**: a table of 500 commits of 100
   flights rows; 300 streams resume from its first commit, read their replay through and
-  start again, while one client commits 100-row JSON commits back to back; p50/p99 of the
-  ingest latency, and replays completed per second. `replays=0` is the same ingest with
+  start again, while one client commits 100-row JSON commits back to back (300 per
+  iteration); p50/p99 of the ingest latency, and the MiB/s of replayed frames received. `replays=0` is the same ingest with
   no stream, in the same run. The readers count batch events in the raw bytes.
 - **`BenchmarkRestartAfterKill9`** (store): a child process appends 10-row commits from 8
   goroutines for 2 to 20 s, is killed with SIGKILL, and the file is opened again, six
