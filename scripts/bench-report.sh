@@ -108,8 +108,8 @@ cat <<'METHOD'
 - **`BenchmarkReplay`**: a 1,000,000-row table (1,000 commits of 1,000 rows); a client
   resumes with the cursor of the empty table and reads until the last replayed batch;
   rows/s and commits/s over that time, and first-batch-ms from the request to the first
-  replayed batch event. Its commits come from `store.DB.Append` without request bytes,
-  so `--replay-rate` (which meters commit-log bytes) does not slow it.
+  replayed batch event. One replay is not metered by `--replay-rate`, which applies while
+  more than four streams replay at once.
 - **`BenchmarkIngestDuringReplays/replays={0,300}`**: a table of 500 commits of 100
   flights rows; 300 streams resume from its first commit, read their replay through and
   start again, while one client commits 100-row JSON commits back to back (300 per

@@ -82,7 +82,8 @@ type Hub struct {
 	// token bucket, golang.org/x/time/rate, with a burst of one replay chunk), so that a
 	// storm of replays, whose frames cost the same CPU to write whether or not they are
 	// shared, leaves the writer and live delivery their share of the cores; a replay
-	// waits for its next chunk, holding nothing. Zero or less means no limit.
+	// waits for its next chunk, holding nothing. It applies while more than four streams
+	// replay at once (a few replays run at full speed). Zero or less means no limit.
 	ReplayRate int64
 	// MaxStreams bounds open streams (admission); MaxStreamsPerToken bounds them per token.
 	MaxStreams         int

@@ -24,6 +24,9 @@ const (
 	// replayReadsAtOnce bounds the replay reads from the table in progress, whose rows
 	// and encodings are not yet frames in the replay cache.
 	replayReadsAtOnce = 2
+	// replaysUnmetered is how many streams may replay at once before Hub.ReplayRate
+	// meters them: a few replays run at full speed, a storm shares the rate.
+	replaysUnmetered = 4
 )
 
 // replay is the remaining replay of a resumed session: commits after the session's
@@ -167,7 +170,7 @@ func (s *Session) replayNext(ctx context.Context) error {
 	if err != nil || reason != "" {
 		s.releaseAll(entries)
 	}
-	if err == nil && reason == "" {
+	if err == nil && reason == "" && s.hub.replaying.Load() > replaysUnmetered {
 		if werr := s.hub.replayRate.WaitN(ctx, int(min(chunkBytes, replayChunkBytes))); werr != nil {
 			s.releaseAll(entries)
 			return ctx.Err()

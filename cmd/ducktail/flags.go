@@ -35,7 +35,7 @@ func addStreamFlags(f *pflag.FlagSet, h *stream.Hub) {
 	f.Int64Var(&h.MaxReplayCommits, "max-replay-commits", h.MaxReplayCommits, "commits one resume may replay (past it: refresh-required, replay_limit)")
 	f.Int64Var(&h.MaxReplayRows, "max-replay-rows", h.MaxReplayRows, "rows one resume may replay")
 	f.Int64Var(&h.MaxReplayBytes, "max-replay-bytes", h.MaxReplayBytes, "bytes of replayed frames all resumed streams hold together (shared by streams replaying the same commits); past it a stream ends with reconnect replay_capacity")
-	f.Int64Var(&h.ReplayRate, "replay-rate", h.ReplayRate, "bytes per second all resumed streams replay together, so that replays leave the writer its share of the CPU (0: no limit)")
+	f.Int64Var(&h.ReplayRate, "replay-rate", h.ReplayRate, "bytes per second all resumed streams replay together while more than four replay at once, so that a storm of replays leaves the writer its share of the CPU (0: no limit)")
 	f.IntVar(&h.MaxStreams, "max-streams", h.MaxStreams, "open streams admitted (past it: 503 with Retry-After)")
 	f.IntVar(&h.MaxStreamsPerToken, "max-streams-per-token", h.MaxStreamsPerToken, "open streams per token (past it: 429)")
 	f.DurationVar(&h.Retry, "retry", h.Retry, "base reconnect delay sent to clients, plus up to as much jitter")
