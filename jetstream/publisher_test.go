@@ -1,0 +1,154 @@
+package jetstream_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ducktail/ducktail/api"
+	"github.com/ducktail/ducktail/jetstream"
+	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/stream"
+)
+
+// writer is an in-process ducktail server publishing to JetStream.
+type writer struct {
+	stack *api.Stack
+	pub   *jetstream.Publisher
+	http  *client
+}
+
+// openWriter opens a store at path whose events go to the hub and, through a Publisher
+// with a queue of queueSize events, to JetStream over nc.
+func openWriter(t testing.TB, path string, nc *nats.Conn, queueSize, replicas int) *writer {
+	t.Helper()
+	hub := stream.NewHub(nil)
+	pub := jetstream.NewPublisher(hub, queueSize)
+	pub.Logger, pub.Replicas = quiet, replicas
+	db := store.NewDB(path)
+	db.Publisher = pub
+	st, err := api.OpenStack(context.Background(), api.StackConfig{Store: db, Hub: hub, API: api.Config{RateLimit: -1}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.Start(nc, st.Store); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(st.Handler)
+	_, token, err := st.Store.CreateToken(context.Background(), store.PurposeAdmin, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &writer{stack: st, pub: pub, http: &client{t: t, base: srv.URL, token: token}}
+	t.Cleanup(func() {
+		srv.Close()
+		pub.Close()
+		st.Close()
+	})
+	return w
+}
+
+// TestPublishesEveryEventInOrder ingests commits from concurrent clients, adds a column,
+// commits, resets the table, commits and revokes a token, then reads the JetStream stream
+// with a plain consumer: on the table's subject every commit once, in seq order, with its
+// rows decodable from Arrow IPC, each schema version before the commits that use it, the
+// reset between the activations; the revocation on the tokens subject. With a queue of
+// one event, most events overflow it and reach JetStream from the commit log instead, in
+// the same messages and order.
+func TestPublishesEveryEventInOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		queue int
+	}{{"queued", 0}, {"from the commit log", 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := newNATS(t, "n1", 0)
+			ns.start()
+			nc := connect(t, ns.url())
+			w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), nc, tc.queue, 1)
+			c := w.http
+			c.must(201, "POST", "/v1/tables", "application/json", `{"name":"t","columns":[{"name":"n","type":"BIGINT"}]}`)
+			info, err := w.stack.Store.Table("t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			subject := jetstream.TableSubject(jetstream.DefaultSubjectPrefix, info.ID)
+
+			const clients, each = 4, 10
+			var wg sync.WaitGroup
+			for i := range clients {
+				wg.Go(func() {
+					for j := range each {
+						c.must(201, "POST", "/v1/tables/t/rows", "application/x-ndjson", fmt.Sprintf(`{"n":%d}`, 1+i*each+j))
+					}
+				})
+			}
+			wg.Wait()
+			const n = clients * each
+			readStream(t, nc, subject, jetstream.HeaderSeq, strconv.Itoa(n))
+			c.must(201, "POST", "/v1/tables/t/columns", "application/json", `{"name":"m","type":"BIGINT"}`)
+			c.must(201, "POST", "/v1/tables/t/rows", "application/x-ndjson", `{"n":41,"m":7}`)
+			readStream(t, nc, subject, jetstream.HeaderSeq, strconv.Itoa(n+1))
+			c.must(200, "POST", "/v1/tables/t/reset", "", "")
+			c.must(201, "POST", "/v1/tables/t/rows", "application/x-ndjson", `{"n":42}`)
+			var tok struct{ ID string }
+			json.Unmarshal([]byte(c.must(201, "POST", "/v1/tokens", "application/json", `{"purpose":"stream","table":"t"}`)), &tok)
+			c.must(204, "DELETE", "/v1/tokens/"+tok.ID, "", "")
+			msgs := readStream(t, nc, "ducktail.tokens", jetstream.HeaderTokenID, tok.ID)
+
+			after, err := w.stack.Store.Table("t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b := info.Head.Activation.String(), after.Head.Activation.String()
+			var got []string
+			var rows []int64
+			for _, m := range msgs {
+				if m.subject != subject {
+					got = append(got, m.subject+" "+m.get(jetstream.HeaderEvent)+" "+m.get(jetstream.HeaderTokenID))
+					continue
+				}
+				act := map[string]string{a: "A", b: "B"}[m.get(jetstream.HeaderActivation)]
+				line := fmt.Sprintf("%s %s seq=%s v=%s", m.get(jetstream.HeaderEvent), act, m.get(jetstream.HeaderSeq), m.get(jetstream.HeaderSchemaVersion))
+				switch m.get(jetstream.HeaderEvent) {
+				case jetstream.EventCommit:
+					vals := column(t, m.data, "n")
+					if len(vals) != 1 || m.get(jetstream.HeaderRows) != "1" || m.get(jetstream.HeaderTable) != "t" || m.get(jetstream.HeaderCommittedAt) == "" {
+						t.Fatalf("commit %s: rows %v, headers %v", line, vals, m.header)
+					}
+					rows = append(rows, vals[0])
+				case jetstream.EventActivationEnded:
+					line += " " + m.get(jetstream.HeaderReason) + " next=" + map[string]string{b: "B"}[m.get(jetstream.HeaderNewActivation)]
+				}
+				got = append(got, line)
+			}
+			want := []string{"schema A seq=0 v=1"}
+			for s := 1; s <= n; s++ {
+				want = append(want, fmt.Sprintf("commit A seq=%d v=1", s))
+			}
+			want = append(want, fmt.Sprintf("schema A seq=%d v=2", n), fmt.Sprintf("commit A seq=%d v=2", n+1),
+				fmt.Sprintf("activation-ended A seq=%d v= table_reset next=B", n+1),
+				"schema B seq=0 v=1", "commit B seq=1 v=1",
+				"ducktail.tokens token-revoked "+tok.ID)
+			if !slices.Equal(got, want) {
+				t.Fatalf("stream:\n%v\nwant:\n%v", got, want)
+			}
+			first := slices.Sorted(slices.Values(rows[:n]))
+			for i, v := range first {
+				if v != int64(i+1) {
+					t.Fatalf("rows of the first %d commits: %v", n, rows[:n])
+				}
+			}
+			if !slices.Equal(rows[n:], []int64{41, 42}) {
+				t.Fatalf("rows after the column and the reset: %v", rows[n:])
+			}
+		})
+	}
+}
