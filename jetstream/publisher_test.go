@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
@@ -27,8 +28,9 @@ type writer struct {
 }
 
 // openWriter opens a store at path whose events go to the hub and, through a Publisher
-// with a queue of queueSize events, to JetStream over nc.
-func openWriter(t testing.TB, path string, nc *nats.Conn, queueSize, replicas int) *writer {
+// with a queue of queueSize events, to JetStream over nc, and serves it on ln (nil: a new
+// loopback port). On a store without tokens it makes an admin token for the client.
+func openWriter(t testing.TB, path string, nc *nats.Conn, queueSize, replicas int, ln net.Listener) *writer {
 	t.Helper()
 	hub := stream.NewHub(nil)
 	pub := jetstream.NewPublisher(hub, queueSize)
@@ -42,10 +44,17 @@ func openWriter(t testing.TB, path string, nc *nats.Conn, queueSize, replicas in
 	if err := pub.Start(nc, st.Store); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(st.Handler)
-	_, token, err := st.Store.CreateToken(context.Background(), store.PurposeAdmin, "", 0)
-	if err != nil {
-		t.Fatal(err)
+	srv := httptest.NewUnstartedServer(st.Handler)
+	if ln != nil {
+		srv.Listener.Close()
+		srv.Listener = ln
+	}
+	srv.Start()
+	token := ""
+	if len(st.Store.Tokens()) == 0 {
+		if _, token, err = st.Store.CreateToken(context.Background(), store.PurposeAdmin, "", 0); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w := &writer{stack: st, pub: pub, http: &client{t: t, base: srv.URL, token: token}}
 	t.Cleanup(func() {
@@ -72,7 +81,7 @@ func TestPublishesEveryEventInOrder(t *testing.T) {
 			ns := newNATS(t, "n1", 0)
 			ns.start()
 			nc := connect(t, ns.url())
-			w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), nc, tc.queue, 1)
+			w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), nc, tc.queue, 1, nil)
 			c := w.http
 			c.must(201, "POST", "/v1/tables", "application/json", `{"name":"t","columns":[{"name":"n","type":"BIGINT"}]}`)
 			info, err := w.stack.Store.Table("t")
