@@ -27,6 +27,9 @@ const (
 	DefaultSubjectPrefix = "ducktail"
 	DefaultQueueSize     = 4096
 	DefaultRetry         = 500 * time.Millisecond
+	// DefaultDuplicates is the stream's duplicate window: a commit published again within
+	// it is dropped by JetStream.
+	DefaultDuplicates = 2 * time.Minute
 	// DefaultPublishTimeout bounds the wait for one publish's acknowledgement.
 	DefaultPublishTimeout = 5 * time.Second
 )
@@ -74,7 +77,7 @@ func NewPublisher(next store.Publisher, queueSize int) *Publisher {
 	}
 	return &Publisher{
 		Next: next, Stream: DefaultStream, SubjectPrefix: DefaultSubjectPrefix, Replicas: 1,
-		Duplicates: 2 * time.Minute, Retry: DefaultRetry, PublishTimeout: DefaultPublishTimeout,
+		Duplicates: DefaultDuplicates, Retry: DefaultRetry, PublishTimeout: DefaultPublishTimeout,
 		Logger: slog.Default(), queue: make(chan store.Event, queueSize),
 	}
 }
