@@ -128,6 +128,7 @@ func (p *Publisher) catchUp(ctx context.Context, name string) error {
 			if err != nil {
 				return err
 			}
+			commits = p.skipExpired(a, commits)
 			return tx.ReadCommits(ctx, a, schemas, commits, func(c store.CommitInfo, s *store.Schema, recs []arrow.RecordBatch) error {
 				pos := store.Position{TableID: a.TableID, Activation: a.ID, Seq: c.Seq}
 				return p.sendCommit(ctx, name, pos, s, c.Rows, c.CommittedAt, recs)
@@ -151,4 +152,28 @@ func (p *Publisher) catchUp(ctx context.Context, name string) error {
 		}
 	}
 	return nil
+}
+
+// skipExpired drops the leading commits committed longer than the stream's retention
+// (MaxAge) ago, recording them as published: published on time, JetStream would have
+// expired them by now, so a writer restarted after a long outage, or a table whose last
+// message expired, does not fill the stream with them again (docs/scaling.md, "Retention").
+func (p *Publisher) skipExpired(a store.Activation, commits []store.CommitInfo) []store.CommitInfo {
+	if p.MaxAge <= 0 {
+		return commits
+	}
+	cutoff := p.Now().Add(-p.MaxAge)
+	i := 0
+	for i < len(commits) && commits[i].CommittedAt.Before(cutoff) {
+		i++
+	}
+	if i > 0 {
+		st := p.state[a.TableID]
+		if st.activation != a.ID {
+			st = published{activation: a.ID}
+		}
+		st.seq = commits[i-1].Seq
+		p.state[a.TableID] = st
+	}
+	return commits[i:]
 }

@@ -51,10 +51,12 @@ type Publisher struct {
 	MaxAge        time.Duration
 	Duplicates    time.Duration
 	// Retry is the pause after a failed publish before it is tried again;
-	// PublishTimeout bounds the wait for one acknowledgement.
+	// PublishTimeout bounds the wait for one acknowledgement or JetStream API answer.
 	Retry          time.Duration
 	PublishTimeout time.Duration
 	Logger         *slog.Logger
+	// Now is the clock that MaxAge is measured on (time.Now; a test's own).
+	Now func() time.Time
 
 	queue  chan store.Event
 	behind atomic.Bool
@@ -78,7 +80,7 @@ func NewPublisher(next store.Publisher, queueSize int) *Publisher {
 	return &Publisher{
 		Next: next, Stream: DefaultStream, SubjectPrefix: DefaultSubjectPrefix, Replicas: 1,
 		Duplicates: DefaultDuplicates, Retry: DefaultRetry, PublishTimeout: DefaultPublishTimeout,
-		Logger: slog.Default(), queue: make(chan store.Event, queueSize),
+		Logger: slog.Default(), Now: time.Now, queue: make(chan store.Event, queueSize),
 	}
 }
 
@@ -160,6 +162,8 @@ func (p *Publisher) run(ctx context.Context) {
 }
 
 func (p *Publisher) ensureStream(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, p.PublishTimeout)
+	defer cancel()
 	_, err := p.js.CreateOrUpdateStream(ctx, njs.StreamConfig{
 		Name: p.Stream, Subjects: []string{p.SubjectPrefix + ".>"}, Storage: njs.FileStorage,
 		Replicas: max(p.Replicas, 1), MaxAge: p.MaxAge, Duplicates: p.Duplicates,
@@ -241,6 +245,8 @@ func (p *Publisher) stateOf(ctx context.Context, tableID int64) (published, erro
 	if st, ok := p.state[tableID]; ok {
 		return st, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, p.PublishTimeout)
+	defer cancel()
 	s, err := p.js.Stream(ctx, p.Stream)
 	if err != nil {
 		return published{}, err

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -29,8 +30,9 @@ type writer struct {
 
 // openWriter opens a store at path whose events go to the hub and, through a Publisher
 // with a queue of queueSize events, to JetStream over nc, and serves it on ln (nil: a new
-// loopback port). On a store without tokens it makes an admin token for the client.
-func openWriter(t testing.TB, path string, nc *nats.Conn, queueSize, replicas int, ln net.Listener) *writer {
+// loopback port); tune, if any, sets the publisher's fields before it starts. On a store
+// without tokens it makes an admin token for the client.
+func openWriter(t testing.TB, path string, nc *nats.Conn, queueSize, replicas int, ln net.Listener, tune ...func(*jetstream.Publisher)) *writer {
 	t.Helper()
 	hub := stream.NewHub(nil)
 	pub := jetstream.NewPublisher(hub, queueSize)
@@ -40,6 +42,9 @@ func openWriter(t testing.TB, path string, nc *nats.Conn, queueSize, replicas in
 	st, err := api.OpenStack(context.Background(), api.StackConfig{Store: db, Hub: hub, API: api.Config{RateLimit: -1}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range tune {
+		f(pub)
 	}
 	if err := pub.Start(nc, st.Store); err != nil {
 		t.Fatal(err)
@@ -159,5 +164,37 @@ func TestPublishesEveryEventInOrder(t *testing.T) {
 				t.Fatalf("rows after the column and the reset: %v", rows[n:])
 			}
 		})
+	}
+}
+
+// TestCatchUpSkipsCommitsPastRetention commits while JetStream is down, on a clock that
+// puts those commits past the stream's retention by the time it is up: the writer does
+// not publish them (JetStream would have expired them), and the next commit arrives after
+// the schema, alone.
+func TestCatchUpSkipsCommitsPastRetention(t *testing.T) {
+	ns := newNATS(t, "n1", 0)
+	nc := connect(t, ns.url())
+	w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), nc, 0, 1, nil, func(p *jetstream.Publisher) {
+		p.MaxAge, p.Retry, p.PublishTimeout = time.Hour, 20*time.Millisecond, time.Second
+		p.Now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+	})
+	c := w.http
+	c.must(201, "POST", "/v1/tables", "application/json", `{"name":"t","columns":[{"name":"n","type":"BIGINT"}]}`)
+	for n := 1; n <= 3; n++ {
+		c.must(201, "POST", "/v1/tables/t/rows", "application/x-ndjson", fmt.Sprintf(`{"n":%d}`, n))
+	}
+	ns.start()
+	subject := jetstream.TableSubject(jetstream.DefaultSubjectPrefix, 1)
+	// The three commits' events stay queued until the catch-up has run; a commit made
+	// before would be in it, and past the retention on the test's clock.
+	waitFor(t, "the catch-up", func() bool { return w.pub.Stats().Queued == 0 })
+	c.must(201, "POST", "/v1/tables/t/rows", "application/x-ndjson", `{"n":4}`)
+	msgs := readStream(t, nc, subject, jetstream.HeaderSeq, "4")
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.get(jetstream.HeaderEvent)+" "+m.get(jetstream.HeaderSeq))
+	}
+	if want := []string{"schema 3", "commit 4"}; !slices.Equal(got, want) {
+		t.Fatalf("stream: %v, want %v", got, want)
 	}
 }
