@@ -198,3 +198,39 @@ func TestCatchUpSkipsCommitsPastRetention(t *testing.T) {
 		t.Fatalf("stream: %v, want %v", got, want)
 	}
 }
+
+// TestOverflowIsReadFromTheCommitLog fills a queue of one event while JetStream is down:
+// the events that did not fit are counted, and once JetStream is up they reach it from the
+// commit log, each schema version before the commits that use it.
+func TestOverflowIsReadFromTheCommitLog(t *testing.T) {
+	ns := newNATS(t, "n1", 0)
+	nc := connect(t, ns.url())
+	w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), nc, 1, 1, nil, func(p *jetstream.Publisher) {
+		p.Retry, p.PublishTimeout = 20*time.Millisecond, time.Second
+	})
+	c := w.http
+	c.must(201, "POST", "/v1/tables", "application/json", `{"name":"t","columns":[{"name":"n","type":"BIGINT"}]}`)
+	for n := 1; n <= 5; n++ {
+		c.must(201, "POST", "/v1/tables/t/rows", "application/x-ndjson", fmt.Sprintf(`{"n":%d}`, n))
+	}
+	c.must(201, "POST", "/v1/tables/t/columns", "application/json", `{"name":"m","type":"BIGINT"}`)
+	c.must(201, "POST", "/v1/tables/t/rows", "application/x-ndjson", `{"n":6,"m":1}`)
+	if st := w.pub.Stats(); st.Overflows != 6 || st.Queued != 1 {
+		t.Fatalf("stats before JetStream is up: %+v; want 6 overflows, 1 queued", st)
+	}
+	ns.start()
+	msgs := readStream(t, nc, jetstream.TableSubject(jetstream.DefaultSubjectPrefix, 1), jetstream.HeaderSeq, "6")
+	var got []string
+	for _, m := range msgs {
+		line := fmt.Sprintf("%s %s v%s", m.get(jetstream.HeaderEvent), m.get(jetstream.HeaderSeq), m.get(jetstream.HeaderSchemaVersion))
+		if m.get(jetstream.HeaderEvent) == jetstream.EventCommit {
+			line += fmt.Sprint(" ", column(t, m.data, "n"))
+		}
+		got = append(got, line)
+	}
+	want := []string{"schema 0 v1", "commit 1 v1 [1]", "commit 2 v1 [2]", "commit 3 v1 [3]", "commit 4 v1 [4]",
+		"commit 5 v1 [5]", "schema 5 v2", "commit 6 v2 [6]"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("stream: %v\nwant: %v", got, want)
+	}
+}
