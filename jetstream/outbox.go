@@ -31,6 +31,7 @@ func (p *Publisher) sendCommit(ctx context.Context, table string, pos store.Posi
 	if err := p.send(ctx, m, id); err != nil {
 		return err
 	}
+	p.lastCommitted.Store(at.UnixNano())
 	p.state[pos.TableID] = published{activation: pos.Activation, seq: pos.Seq, version: schema.Version}
 	return nil
 }

@@ -68,6 +68,8 @@ type Publisher struct {
 	wg     sync.WaitGroup
 
 	published, overflows, failures atomic.Int64
+	// lastCommitted is the committed-at of the last published commit, Unix nanoseconds.
+	lastCommitted atomic.Int64
 }
 
 // NewPublisher returns a Publisher passing events on to next, with the defaults, whose

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +18,7 @@ import (
 
 // TestServeWithNATSURLPublishesCommits runs the server with --nats-url's setting against
 // an embedded JetStream server: a commit ingested over HTTP reaches the stream on its
-// table's subject, and shutting down closes the publisher before the store.
+// table's subject, and /metrics has the publisher's metrics.
 func TestServeWithNATSURLPublishesCommits(t *testing.T) {
 	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
 	if err != nil {
@@ -58,11 +60,22 @@ func TestServeWithNATSURLPublishesCommits(t *testing.T) {
 		if err == nil {
 			msg, err := s.GetLastMsgForSubject(context.Background(), jetstream.TableSubject(jetstream.DefaultSubjectPrefix, 1))
 			if err == nil && msg.Header.Get(jetstream.HeaderEvent) == jetstream.EventCommit && msg.Header.Get(jetstream.HeaderSeq) == "1" {
-				return
+				break
 			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the commit did not reach JetStream")
+		}
+	}
+	resp, err := http.Get(m.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, name := range []string{"published_total", "overflows_total", "publish_failures_total", "queued_events", "publish_lag_seconds"} {
+		if !strings.Contains(string(body), "\nducktail_jetstream_"+name+" ") {
+			t.Errorf("/metrics has no ducktail_jetstream_%s:\n%s", name, body)
 		}
 	}
 }

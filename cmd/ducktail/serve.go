@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/ducktail/ducktail/api"
@@ -95,6 +96,10 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.NATS.URL != "" {
 		m.NATS.pub = jetstream.NewPublisher(m.Hub, m.NATS.QueueSize)
 		m.Store.Publisher = m.NATS.pub
+		if m.API.Registry == nil {
+			m.API.Registry = prometheus.NewRegistry()
+		}
+		m.API.Registry.MustRegister(m.NATS.pub.Collectors()...)
 	}
 	if err := m.openStack(ctx); err != nil {
 		return err
