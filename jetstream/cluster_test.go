@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ducktail/ducktail/jetstream"
 )
@@ -28,7 +29,9 @@ func TestClusterR3SurvivesANodeRestart(t *testing.T) {
 		n.start()
 	}
 	nc := connect(t, strings.Join(urls, ","))
-	w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), nc, 0, 3, nil)
+	w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), nc, 0, 3, nil, func(p *jetstream.Publisher) {
+		p.Retry, p.PublishTimeout = 50*time.Millisecond, time.Second
+	})
 	c := w.http
 	c.must(201, "POST", "/v1/tables", "application/json", `{"name":"t","columns":[{"name":"n","type":"BIGINT"}]}`)
 	subject := jetstream.TableSubject(jetstream.DefaultSubjectPrefix, 1)
