@@ -15,9 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/ducktail/ducktail/api"
+	"github.com/ducktail/ducktail/jetstream"
 	"github.com/ducktail/ducktail/snapshot"
 	"github.com/ducktail/ducktail/store"
 	"github.com/ducktail/ducktail/stream"
@@ -51,6 +53,8 @@ type Main struct {
 	Hub    *stream.Hub
 	Reader *snapshot.Reader
 	API    api.Config
+	// NATS, when its URL is set, publishes every commit to JetStream (docs/scaling.md).
+	NATS   natsConfig
 	Logger *slog.Logger
 	// Out receives the one-time admin token banner.
 	Out io.Writer
@@ -76,6 +80,7 @@ func NewMain() *Main {
 		Store:        store.NewDB(""),
 		Hub:          stream.NewHub(nil),
 		Reader:       snapshot.NewReader(nil),
+		NATS:         newNATSConfig(),
 		Logger:       slog.Default(),
 		Out:          os.Stderr,
 	}
@@ -88,8 +93,21 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	m.Store.Path = filepath.Join(m.DataDir, databaseFile)
+	if m.NATS.URL != "" {
+		m.NATS.pub = jetstream.NewPublisher(m.Hub, m.NATS.QueueSize)
+		m.Store.Publisher = m.NATS.pub
+		if m.API.Registry == nil {
+			m.API.Registry = prometheus.NewRegistry()
+		}
+		m.API.Registry.MustRegister(m.NATS.pub.Collectors()...)
+	}
 	if err := m.openStack(ctx); err != nil {
 		return err
+	}
+	if m.NATS.URL != "" {
+		if err := m.NATS.start(m); err != nil {
+			return err
+		}
 	}
 	if err := m.ensureAdminToken(ctx); err != nil {
 		return err
@@ -219,6 +237,7 @@ func (m *Main) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	m.NATS.close()
 	if m.stack != nil {
 		errs = append(errs, m.stack.Close())
 	}
@@ -272,5 +291,6 @@ func newServeCommand() *cobra.Command {
 	addStreamFlags(f, m.Hub)
 	addReaderFlags(f, m.Reader)
 	addAPIFlags(f, &m.API)
+	addNATSFlags(f, &m.NATS)
 	return cmd
 }

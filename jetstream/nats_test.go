@@ -1,0 +1,217 @@
+package jetstream_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	njs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ducktail/ducktail/jetstream"
+)
+
+// freePort returns a loopback TCP port free a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// natsNode is one embedded NATS server with JetStream, restartable on the same port and
+// store directory.
+type natsNode struct {
+	t    testing.TB
+	opts server.Options
+	srv  *server.Server
+}
+
+// newNATS returns a node on a free loopback port with JetStream under a temporary
+// directory; with routes, a member of cluster "ducktail" listening for routes on
+// clusterPort. Call start.
+func newNATS(t testing.TB, name string, clusterPort int, routes ...int) *natsNode {
+	n := &natsNode{t: t, opts: server.Options{
+		ServerName: name, Host: "127.0.0.1", Port: freePort(t), JetStream: true,
+		StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+	}}
+	if clusterPort != 0 {
+		n.opts.Cluster = server.ClusterOpts{Name: "ducktail", Host: "127.0.0.1", Port: clusterPort}
+		for _, p := range routes {
+			n.opts.Routes = append(n.opts.Routes, &url.URL{Scheme: "nats", Host: "127.0.0.1:" + strconv.Itoa(p)})
+		}
+	}
+	return n
+}
+
+func (n *natsNode) start() {
+	n.t.Helper()
+	opts := n.opts
+	srv, err := server.NewServer(&opts)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		n.t.Fatalf("nats %s did not start", n.opts.ServerName)
+	}
+	n.srv = srv
+	n.t.Cleanup(n.stop)
+}
+
+func (n *natsNode) stop() {
+	if n.srv != nil {
+		n.srv.Shutdown()
+		n.srv.WaitForShutdown()
+		n.srv = nil
+	}
+}
+
+func (n *natsNode) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.opts.Port) }
+
+// connect returns a client connection that reconnects without end.
+func connect(t testing.TB, urls string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.RetryOnFailedConnect(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// message is one stored message of the stream, as a plain consumer reads it.
+type message struct {
+	subject string
+	header  nats.Header
+	data    []byte
+}
+
+func (m message) get(h string) string { return m.header.Get(h) }
+
+// waitFor polls cond until it holds, failing the test after a minute.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// readStream waits until the stream holds a message on subject whose header h is v, then
+// returns every message of the stream, in stream order, read by an ordered consumer.
+func readStream(t testing.TB, nc *nats.Conn, subject, h, v string) []message {
+	t.Helper()
+	js, err := njs.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	waitFor(t, subject+" "+h+"="+v, func() bool {
+		s, err := js.Stream(ctx, jetstream.DefaultStream)
+		if err != nil {
+			return false
+		}
+		m, err := s.GetLastMsgForSubject(ctx, subject)
+		return err == nil && m.Header.Get(h) == v
+	})
+	s, err := js.Stream(ctx, jetstream.DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.OrderedConsumer(ctx, njs.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []message
+	for uint64(len(out)) < info.State.Msgs {
+		batch, err := c.Fetch(int(info.State.Msgs)-len(out), njs.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			out = append(out, message{subject: m.Subject(), header: m.Headers(), data: m.Data()})
+		}
+		if batch.Error() != nil {
+			t.Fatal(batch.Error())
+		}
+	}
+	return out
+}
+
+// column returns the BIGINT column name of every batch of an Arrow IPC stream.
+func column(t testing.TB, data []byte, name string) []int64 {
+	t.Helper()
+	r, err := ipc.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	var out []int64
+	for r.Next() {
+		rec := r.RecordBatch()
+		idx := rec.Schema().FieldIndices(name)
+		if len(idx) != 1 {
+			t.Fatalf("no column %q in %v", name, rec.Schema())
+		}
+		out = append(out, rec.Column(idx[0]).(*array.Int64).Int64Values()...)
+	}
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+	return out
+}
+
+// client calls a ducktail server's HTTP API with a bearer token.
+type client struct {
+	t     testing.TB
+	base  string
+	token string
+}
+
+func (c *client) do(method, path, contentType, body string) (int, string) {
+	c.t.Helper()
+	req, _ := http.NewRequest(method, c.base+path, bytes.NewReader([]byte(body)))
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// must calls do and fails the test unless the status is want.
+func (c *client) must(want int, method, path, contentType, body string) string {
+	c.t.Helper()
+	st, b := c.do(method, path, contentType, body)
+	if st != want {
+		c.t.Fatalf("%s %s: %d %s", method, path, st, b)
+	}
+	return b
+}
+
+var quiet = slog.New(slog.DiscardHandler)
