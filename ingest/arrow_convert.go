@@ -87,27 +87,10 @@ func convertArrow(src arrow.Array, t store.Type, base int) (arrow.Array, error) 
 		src.Retain()
 		return src, nil
 	}
+	if convert, ok := numericConversions[t]; ok {
+		return convert(src, t, base)
+	}
 	switch t {
-	case store.TypeTinyint:
-		return toInteger[int8](src, t, base)
-	case store.TypeSmallint:
-		return toInteger[int16](src, t, base)
-	case store.TypeInteger:
-		return toInteger[int32](src, t, base)
-	case store.TypeBigint:
-		return toInteger[int64](src, t, base)
-	case store.TypeUTinyint:
-		return toInteger[uint8](src, t, base)
-	case store.TypeUSmallint:
-		return toInteger[uint16](src, t, base)
-	case store.TypeUInteger:
-		return toInteger[uint32](src, t, base)
-	case store.TypeUBigint:
-		return toInteger[uint64](src, t, base)
-	case store.TypeFloat:
-		return toFloat[float32](src, t, base)
-	case store.TypeDouble:
-		return toFloat[float64](src, t, base)
 	case store.TypeVarchar, store.TypeBlob:
 		return toBytes(src, t, base)
 	case store.TypeDate:
@@ -116,6 +99,21 @@ func convertArrow(src arrow.Array, t store.Type, base int) (arrow.Array, error) 
 		return toTimestamp(src, t, base)
 	}
 	return nil, unsupported(src.DataType(), t)
+}
+
+// numericConversions converts an Arrow column of any numeric type to each integer and
+// floating-point column type (toInteger, toFloat).
+var numericConversions = map[store.Type]func(src arrow.Array, t store.Type, base int) (arrow.Array, error){
+	store.TypeTinyint:   toInteger[int8],
+	store.TypeSmallint:  toInteger[int16],
+	store.TypeInteger:   toInteger[int32],
+	store.TypeBigint:    toInteger[int64],
+	store.TypeUTinyint:  toInteger[uint8],
+	store.TypeUSmallint: toInteger[uint16],
+	store.TypeUInteger:  toInteger[uint32],
+	store.TypeUBigint:   toInteger[uint64],
+	store.TypeFloat:     toFloat[float32],
+	store.TypeDouble:    toFloat[float64],
 }
 
 // validityOf returns src's validity bitmap moved to offset 0, or nil without nulls.

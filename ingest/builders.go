@@ -3,6 +3,7 @@ package ingest
 import (
 	"encoding/base64"
 	"math"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -180,6 +181,33 @@ func (b *fixedBuilder[T]) finish() arrow.Array {
 	return newArray(b.dt, len(b.vals), []*memory.Buffer{b.valid.buffer(), memory.NewBufferBytes(arrow.GetBytes(b.vals))}, b.valid.nulls)
 }
 
+// appendParsedJSON appends the JSON value v to b: NULL for null, the value parse reads from
+// its text for one of kinds, and for any other kind the error that v is not a typ.
+func appendParsedJSON(b interface{ appendNull() }, v jsonValue, typ store.Type, parse func(string, shown) error, kinds ...jsonKind) error {
+	switch {
+	case v.kind == jsonNull:
+		b.appendNull()
+		return nil
+	case slices.Contains(kinds, v.kind):
+		return parse(v.text, v.shown())
+	}
+	return jsonTypeError(v, typ)
+}
+
+// openNestedJSON settles the JSON values of a nested column that hold no members to
+// read: it appends NULL for null, and refuses a kind other than want as not a typ. done is
+// false when v is a want whose members the caller reads.
+func openNestedJSON(b interface{ appendNull() }, v jsonValue, want jsonKind, typ store.Type) (done bool, err error) {
+	switch v.kind {
+	case jsonNull:
+		b.appendNull()
+		return true, nil
+	case want:
+		return false, nil
+	}
+	return true, jsonTypeError(v, typ)
+}
+
 // intBuilder builds TINYINT … UBIGINT columns. Text and JSON numbers (and JSON strings
 // holding numbers, as the protobuf JSON mapping writes 64-bit integers) are read
 // exactly by parseInteger, never through float64, and must be whole and in range.
@@ -192,14 +220,7 @@ type intBuilder[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint6
 func (b *intBuilder[T]) appendText(s string) error { return b.parse(trimSpace(s), shown{text: s}) }
 
 func (b *intBuilder[T]) appendJSON(v jsonValue) error {
-	switch v.kind {
-	case jsonNull:
-		b.appendNull()
-		return nil
-	case jsonNumber, jsonString:
-		return b.parse(v.text, v.shown())
-	}
-	return jsonTypeError(v, b.typ)
+	return appendParsedJSON(b, v, b.typ, b.parse, jsonNumber, jsonString)
 }
 
 // parse appends the integer s, or returns the error for it, showing in.
@@ -230,14 +251,7 @@ type floatBuilder[T float32 | float64] struct {
 func (b *floatBuilder[T]) appendText(s string) error { return b.parse(trimSpace(s), shown{text: s}) }
 
 func (b *floatBuilder[T]) appendJSON(v jsonValue) error {
-	switch v.kind {
-	case jsonNull:
-		b.appendNull()
-		return nil
-	case jsonNumber, jsonString:
-		return b.parse(v.text, v.shown())
-	}
-	return jsonTypeError(v, b.typ)
+	return appendParsedJSON(b, v, b.typ, b.parse, jsonNumber, jsonString)
 }
 
 // parse appends the number s, or returns the error for it, showing in.
@@ -266,14 +280,7 @@ func (b *decimalBuilder) appendText(s string) error {
 }
 
 func (b *decimalBuilder) appendJSON(v jsonValue) error {
-	switch v.kind {
-	case jsonNull:
-		b.appendNull()
-		return nil
-	case jsonNumber, jsonString:
-		return b.parse(v.text, v.shown())
-	}
-	return jsonTypeError(v, b.typ)
+	return appendParsedJSON(b, v, b.typ, b.parse, jsonNumber, jsonString)
 }
 
 // parse appends the decimal s, or returns the error for it, showing in.
@@ -444,14 +451,7 @@ func (b *timestampBuilder) appendText(s string) error {
 }
 
 func (b *timestampBuilder) appendJSON(v jsonValue) error {
-	switch v.kind {
-	case jsonNull:
-		b.appendNull()
-		return nil
-	case jsonString:
-		return b.parse(v.text, v.shown())
-	}
-	return jsonTypeError(v, b.typ)
+	return appendParsedJSON(b, v, b.typ, b.parse, jsonString)
 }
 
 // parse appends the timestamp s, or returns the error for it, showing in.

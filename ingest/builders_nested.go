@@ -172,13 +172,8 @@ func (b *listBuilder) appendNull() {
 func (b *listBuilder) appendText(s string) error { return nestedText(b, s) }
 
 func (b *listBuilder) appendJSON(v jsonValue) error {
-	switch v.kind {
-	case jsonNull:
-		b.appendNull()
-		return nil
-	case jsonArray:
-	default:
-		return jsonTypeError(v, b.typ)
+	if done, err := openNestedJSON(b, v, jsonArray, b.typ); done {
+		return err
 	}
 	n := 0
 	b.it.reset(v.text)
@@ -261,13 +256,8 @@ func (b *structBuilder) member(name string) int {
 }
 
 func (b *structBuilder) appendJSON(v jsonValue) error {
-	switch v.kind {
-	case jsonNull:
-		b.appendNull()
-		return nil
-	case jsonObject:
-	default:
-		return jsonTypeError(v, b.typ)
+	if done, err := openNestedJSON(b, v, jsonObject, b.typ); done {
+		return err
 	}
 	b.row++
 	b.it.reset(v.text)
@@ -335,13 +325,8 @@ func (b *mapBuilder) appendNull() {
 func (b *mapBuilder) appendText(s string) error { return nestedText(b, s) }
 
 func (b *mapBuilder) appendJSON(v jsonValue) error {
-	switch v.kind {
-	case jsonNull:
-		b.appendNull()
-		return nil
-	case jsonObject:
-	default:
-		return jsonTypeError(v, b.typ)
+	if done, err := openNestedJSON(b, v, jsonObject, b.typ); done {
+		return err
 	}
 	n := 0
 	clear(b.seen)

@@ -36,14 +36,7 @@ var (
 func (b *hugeintBuilder) appendText(s string) error { return b.parse(trimSpace(s), shown{text: s}) }
 
 func (b *hugeintBuilder) appendJSON(v jsonValue) error {
-	switch v.kind {
-	case jsonNull:
-		b.appendNull()
-		return nil
-	case jsonNumber, jsonString:
-		return b.parse(v.text, v.shown())
-	}
-	return jsonTypeError(v, b.typ)
+	return appendParsedJSON(b, v, b.typ, b.parse, jsonNumber, jsonString)
 }
 
 func (b *hugeintBuilder) parse(s string, in shown) error {
@@ -94,14 +87,7 @@ type uuidBuilder struct{ binaryBuilder }
 func (b *uuidBuilder) appendText(s string) error { return b.parse(trimSpace(s), shown{text: s}) }
 
 func (b *uuidBuilder) appendJSON(v jsonValue) error {
-	switch v.kind {
-	case jsonNull:
-		b.appendNull()
-		return nil
-	case jsonString:
-		return b.parse(v.text, v.shown())
-	}
-	return jsonTypeError(v, store.TypeUUID)
+	return appendParsedJSON(b, v, store.TypeUUID, b.parse, jsonString)
 }
 
 func (b *uuidBuilder) parse(s string, in shown) error {
@@ -169,14 +155,7 @@ func (b *enumBuilder) appendNull() {
 func (b *enumBuilder) appendText(s string) error { return b.parse(s, shown{text: s}) }
 
 func (b *enumBuilder) appendJSON(v jsonValue) error {
-	switch v.kind {
-	case jsonNull:
-		b.appendNull()
-		return nil
-	case jsonString:
-		return b.parse(v.text, v.shown())
-	}
-	return jsonTypeError(v, b.typ)
+	return appendParsedJSON(b, v, b.typ, b.parse, jsonString)
 }
 
 func (b *enumBuilder) parse(s string, in shown) error {
@@ -235,14 +214,7 @@ type intervalBuilder struct {
 func (b *intervalBuilder) appendText(s string) error { return b.parse(trimSpace(s), shown{text: s}) }
 
 func (b *intervalBuilder) appendJSON(v jsonValue) error {
-	switch v.kind {
-	case jsonNull:
-		b.appendNull()
-		return nil
-	case jsonString:
-		return b.parse(v.text, v.shown())
-	}
-	return jsonTypeError(v, store.TypeInterval)
+	return appendParsedJSON(b, v, store.TypeInterval, b.parse, jsonString)
 }
 
 func (b *intervalBuilder) parse(s string, in shown) error {
