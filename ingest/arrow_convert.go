@@ -430,20 +430,7 @@ func toBytes(src arrow.Array, t store.Type, base int) (arrow.Array, error) {
 	if !ok || isUTF8 != (t == store.TypeVarchar) {
 		return nil, unsupported(src.DataType(), t)
 	}
-	b, err := newColumnBuilder(t)
-	if err != nil {
-		return nil, err
-	}
-	for i := 0; i < src.Len(); i++ {
-		if src.IsNull(i) {
-			b.appendNull()
-			continue
-		}
-		if err := b.appendText(get(i)); err != nil {
-			return nil, locate(err, base+i+1, 0, "")
-		}
-	}
-	return b.finish(), nil
+	return viaBuilder(src, t, base, func(i int) (string, bool) { return get(i), true })
 }
 
 // materialize decodes a dictionary-encoded array into a plain array of its value type

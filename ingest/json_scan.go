@@ -332,6 +332,15 @@ func (sc *jsonScanner) skipComposite(depth int) error {
 	}
 }
 
+// skipDigits returns the index of the first byte at or after i in s that is not an ASCII
+// digit.
+func skipDigits(s string, i int) int {
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	return i
+}
+
 // memberColon reads the ':' after a member name, with the white space around it.
 func (sc *jsonScanner) memberColon() error {
 	if err := sc.skipSpace(); err != nil {
@@ -391,9 +400,7 @@ func (sc *jsonScanner) scanNumber() (string, error) {
 	case i < len(s) && s[i] == '0':
 		i++
 	case i < len(s) && isDigit(s[i]):
-		for i < len(s) && isDigit(s[i]) {
-			i++
-		}
+		i = skipDigits(s, i)
 	default:
 		sc.p = i
 		return "", sc.syntaxError("invalid number: expected a digit, found %s", sc.describe())
@@ -404,9 +411,7 @@ func (sc *jsonScanner) scanNumber() (string, error) {
 			sc.p = i
 			return "", sc.syntaxError("invalid number: expected a digit after '.', found %s", sc.describe())
 		}
-		for i < len(s) && isDigit(s[i]) {
-			i++
-		}
+		i = skipDigits(s, i)
 	}
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
 		i++
@@ -417,9 +422,7 @@ func (sc *jsonScanner) scanNumber() (string, error) {
 			sc.p = i
 			return "", sc.syntaxError("invalid number: expected a digit in the exponent, found %s", sc.describe())
 		}
-		for i < len(s) && isDigit(s[i]) {
-			i++
-		}
+		i = skipDigits(s, i)
 	}
 	if i < len(s) && (isDigit(s[i]) || s[i] == '.' || s[i] == 'e' || s[i] == 'E' || s[i] == '+' || s[i] == '-') {
 		sc.p = i
