@@ -35,6 +35,19 @@ var ErrUntrustedCertificate = errors.New("the server's TLS certificate is not tr
 // no Timeout, as Options.HTTPClient needs. Errors: the file cannot be read, or holds no
 // PEM certificate.
 func NewHTTPClient(caFile string) (*http.Client, error) {
+	pool, err := CertPool(caFile)
+	if err != nil {
+		return nil, err
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = &tls.Config{RootCAs: pool}
+	return &http.Client{Transport: transport}, nil
+}
+
+// CertPool returns the system's certificate pool (an empty one where the system has
+// none) with the PEM certificates of caFile added. Errors: the file cannot be read, or
+// holds no PEM certificate.
+func CertPool(caFile string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(caFile)
 	if err != nil {
 		return nil, err
@@ -46,9 +59,7 @@ func NewHTTPClient(caFile string) (*http.Client, error) {
 	if !pool.AppendCertsFromPEM(pem) {
 		return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
 	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.TLSClientConfig = &tls.Config{RootCAs: pool}
-	return &http.Client{Transport: transport}, nil
+	return pool, nil
 }
 
 // httpClient resolves Options.HTTPClient and Options.CAFile for baseURL's scheme, and says

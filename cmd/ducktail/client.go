@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	dtclient "github.com/ducktail/ducktail/api/client"
 )
 
 // clientConfig is what every client command needs to reach a server: its URL, a token,
@@ -67,16 +68,9 @@ func (c *clientConfig) newClient() (*client, error) {
 		ca = defaultCA
 	}
 	if ca != "" && !c.insecure {
-		pem, err := os.ReadFile(ca)
+		pool, err := dtclient.CertPool(ca)
 		if err != nil {
 			return nil, err
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s holds no PEM certificate", ca)
 		}
 		tlsConfig.RootCAs = pool
 	}
