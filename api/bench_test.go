@@ -295,6 +295,14 @@ func TestFanOutClientsChild(t *testing.T) {
 	for i := range subs {
 		subs[i] = dialStream(t, parts[0], parts[2], "flights")
 	}
+	readFanOut(t, subs, commits)
+}
+
+// readFanOut is the protocol of a fan-out client process: it prints READY, then the seq
+// of each of the first commits commits once every subscriber in subs received it, then
+// every arrival as "<seq> <unix-nanoseconds>" lines and END.
+func readFanOut(t *testing.T, subs []*benchSubscriber, commits int) {
+	n := len(subs)
 	fmt.Println("READY")
 	arrivals := make([][]int64, n)
 	got := make([]atomic.Int64, commits+1)

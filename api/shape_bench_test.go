@@ -9,8 +9,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,44 +110,7 @@ func TestShapedFanOutClientsChild(t *testing.T) {
 	for i := range subs {
 		subs[i] = dialShapedStream(t, parts[0], parts[2], "/v1/tables/flights/stream"+shapeBenchQuery(i, shapes))
 	}
-	fmt.Println("READY")
-	arrivals := make([][]int64, n)
-	got := make([]atomic.Int64, commits+1)
-	done := make(chan int64, commits)
-	var wg sync.WaitGroup
-	for i, s := range subs {
-		arrivals[i] = make([]int64, 0, commits)
-		wg.Go(func() {
-			s.readBatches(1, func(seq int64, at time.Time) bool {
-				arrivals[i] = append(arrivals[i], at.UnixNano())
-				if got[seq].Add(1) == int64(n) {
-					done <- seq
-				}
-				return seq < int64(commits)
-			})
-		})
-	}
-	ended := make(chan struct{})
-	go func() { wg.Wait(); close(ended) }()
-	for range commits {
-		select {
-		case seq := <-done:
-			fmt.Println(seq)
-		case <-ended:
-			if len(done) == 0 {
-				t.Fatal("a stream ended before the last commit")
-			}
-			fmt.Println(<-done)
-		}
-	}
-	w := bufio.NewWriter(os.Stdout)
-	for _, a := range arrivals {
-		for j, at := range a {
-			fmt.Fprintf(w, "%d %d\n", j+1, at)
-		}
-	}
-	fmt.Fprintln(w, "END")
-	w.Flush()
+	readFanOut(t, subs, commits)
 }
 
 // dialShapedStream opens the stream at path (with its query) over a raw connection and
