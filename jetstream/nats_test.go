@@ -130,32 +130,46 @@ func readStream(t testing.TB, nc *nats.Conn, subject, h, v string) []message {
 		m, err := s.GetLastMsgForSubject(ctx, subject)
 		return err == nil && m.Header.Get(h) == v
 	})
+	// A cluster answers JetStream API requests only while the stream has a leader: a
+	// request in the moment a node joins or leaves can find no responder, so the read is
+	// tried again until it succeeds.
+	var out []message
+	var lastErr error
+	waitFor(t, "a read of the stream", func() bool {
+		out, lastErr = readAll(ctx, js)
+		return lastErr == nil
+	})
+	return out
+}
+
+// readAll reads every message of the stream with an ordered consumer.
+func readAll(ctx context.Context, js njs.JetStream) ([]message, error) {
 	s, err := js.Stream(ctx, jetstream.DefaultStream)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	c, err := s.OrderedConsumer(ctx, njs.OrderedConsumerConfig{})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var out []message
 	for uint64(len(out)) < info.State.Msgs {
 		batch, err := c.Fetch(int(info.State.Msgs)-len(out), njs.FetchMaxWait(5*time.Second))
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		for m := range batch.Messages() {
 			out = append(out, message{subject: m.Subject(), header: m.Headers(), data: m.Data()})
 		}
 		if batch.Error() != nil {
-			t.Fatal(batch.Error())
+			return nil, batch.Error()
 		}
 	}
-	return out
+	return out, nil
 }
 
 // column returns the BIGINT column name of every batch of an Arrow IPC stream.
