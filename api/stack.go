@@ -69,7 +69,8 @@ func OpenStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	if err := st.Store.Open(ctx); err != nil {
 		return nil, err
 	}
-	st.Hub.DB = st.Store
+	st.Hub.Source = stream.Local{DB: st.Store}
+	st.Hub.Shaper = st.Store
 	if err := st.Hub.Open(); err != nil {
 		st.Store.Close()
 		return nil, err

@@ -42,6 +42,9 @@ var (
 	// ErrTokenStreams: the token has MaxStreamsPerToken streams open
 	// (store.CodeTooManyStreams).
 	ErrTokenStreams error = &store.Error{Code: store.CodeTooManyStreams, Message: "too many open streams for this token"}
+	// ErrShapesElsewhere: a shaped stream, or one of a token with a policy, asked of a
+	// Hub with no Shaper (a stream node: the writer serves them; store.CodeUnavailable).
+	ErrShapesElsewhere error = &store.Error{Code: store.CodeUnavailable, Message: "shaped streams are served by the writer"}
 )
 
 // Hub fans every published commit out to the live subscribers of its table. Publish never
@@ -52,9 +55,13 @@ var (
 // and those bytes are shared by every subscriber. Set the exported fields, then call Open;
 // Close undoes Open.
 type Hub struct {
-	// DB is the store replay and baselines are read from, and whose codec (DB.Cursors)
-	// encodes and decodes the cursors; required, and opened before the Hub.
-	DB *store.DB
+	// Source is where baselines, tokens and replay are read from, and whose codec
+	// (Source.Cursors) encodes and decodes the cursors; required, and opened before the
+	// Hub: Local{DB} in the writer, package jetstream's Source on a stream node.
+	Source Source
+	// Shaper filters commits for shaped streams (docs/design.md, "Shapes and
+	// policies"); nil refuses them with ErrShapesElsewhere.
+	Shaper Shaper
 	// HeartbeatInterval: a heartbeat is sent after this long without any event.
 	HeartbeatInterval time.Duration
 	// IdleTimeout ends a stream (reconnect, reason "idle_timeout") after this long without
@@ -126,10 +133,10 @@ type Hub struct {
 
 var _ store.Publisher = (*Hub)(nil)
 
-// NewHub returns a Hub reading from db, with defaults filled in.
-func NewHub(db *store.DB) *Hub {
+// NewHub returns a Hub reading from src, with defaults filled in.
+func NewHub(src Source) *Hub {
 	return &Hub{
-		DB:                 db,
+		Source:             src,
 		HeartbeatInterval:  DefaultHeartbeatInterval,
 		IdleTimeout:        DefaultIdleTimeout,
 		MaxStreamAge:       DefaultMaxStreamAge,
@@ -146,12 +153,13 @@ func NewHub(db *store.DB) *Hub {
 }
 
 // Open starts the goroutine that wakes waiting sessions. It fails, and starts nothing, when
-// DB is nil or not yet open (store.DB.Open makes the cursor codec the hub encodes with).
+// Source is nil or not yet open (store.DB.Open makes the cursor codec the hub encodes
+// with).
 func (h *Hub) Open() error {
-	if h.DB == nil || h.DB.Cursors() == nil {
-		return errors.New("stream: Hub.Open: DB is nil or not open")
+	if h.Source == nil || h.Source.Cursors() == nil {
+		return errors.New("stream: Hub.Open: Source is nil or not open")
 	}
-	h.cursors = h.DB.Cursors()
+	h.cursors = h.Source.Cursors()
 	if h.MaxReplayBytes <= 0 {
 		h.MaxReplayBytes = DefaultMaxReplayBytes
 	}
@@ -287,9 +295,12 @@ type SubscribeRequest struct {
 // that no commit after the baseline or the replay range can be missed (docs/design.md, "The
 // stream"). Errors, all before HTTP 200: a CodeNotFound *store.Error for an unknown table,
 // a CodeUnauthorized one for a token revoked or expired since it was authenticated,
-// ErrDraining, ErrAdmission, ErrTokenStreams.
+// ErrDraining, ErrAdmission, ErrTokenStreams, ErrShapesElsewhere.
 func (h *Hub) Subscribe(req SubscribeRequest) (*Session, error) {
-	info, err := h.DB.Table(req.Table)
+	if !req.Shape.Empty() && h.Shaper == nil {
+		return nil, ErrShapesElsewhere
+	}
+	info, err := h.Source.Table(req.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +336,7 @@ func (h *Hub) Subscribe(req SubscribeRequest) (*Session, error) {
 // tokenValid returns the store's error for a token revoked or expired since it was
 // authenticated.
 func (h *Hub) tokenValid(id string) error {
-	t, err := h.DB.LookupToken(id)
+	t, err := h.Source.LookupToken(id)
 	switch {
 	case err != nil:
 		return &store.Error{Code: store.CodeUnauthorized, Message: "unknown token", Err: store.ErrTokenUnknown}

@@ -32,7 +32,8 @@ type fixture struct {
 func newFixture(tb testing.TB, tune func(*stream.Hub)) *fixture {
 	tb.Helper()
 	db := store.NewDB(filepath.Join(tb.TempDir(), "ducktail.duckdb"))
-	hub := stream.NewHub(db)
+	hub := stream.NewHub(stream.Local{DB: db})
+	hub.Shaper = db
 	db.Publisher = hub
 	if tune != nil {
 		tune(hub)
@@ -449,7 +450,7 @@ func TestHubOpenNeedsOpenStore(t *testing.T) {
 		t.Fatal("Open without DB succeeded")
 	}
 	db := store.NewDB(filepath.Join(t.TempDir(), "ducktail.duckdb"))
-	if err := stream.NewHub(db).Open(); err == nil {
+	if err := stream.NewHub(stream.Local{DB: db}).Open(); err == nil {
 		t.Fatal("Open with an unopened DB succeeded")
 	}
 }

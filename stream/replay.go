@@ -56,10 +56,11 @@ func (s *Session) startReplay(ctx context.Context) error {
 		s.refresh(ReasonShapeMismatch)
 		return nil
 	}
+	s.hub.Source.AwaitHead(ctx, pos)
 	var reason string
 	var r replay
 	var first *store.Schema
-	err = s.hub.DB.Read(ctx, func(tx *store.ReadTx) error {
+	err = s.hub.Source.Read(ctx, func(tx ReplayTx) error {
 		info, err := tx.Table(ctx, s.table)
 		if errors.Is(err, store.ErrTableNotFound) {
 			reason = store.ReasonTableDropped
@@ -136,7 +137,7 @@ func (s *Session) replayNext(ctx context.Context) error {
 	var reason string
 	var entries []*replayEntry
 	var chunkBytes int64
-	err := s.hub.DB.Read(ctx, func(tx *store.ReadTx) error {
+	err := s.hub.Source.Read(ctx, func(tx ReplayTx) error {
 		a, err := tx.Activation(ctx, r.activation.TableID, r.activation.ID)
 		if err != nil {
 			return err
@@ -224,7 +225,7 @@ func (s *Session) replayNext(ctx context.Context) error {
 // encoding (at least one whole commit) until they are
 // frames the cache accounts for. On error
 // every reservation not filled yet is given up, so that no other session waits for it.
-func (s *Session) fillReplay(ctx context.Context, tx *store.ReadTx, a store.Activation, commits []store.CommitInfo, entries []*replayEntry, owned []bool) (err error) {
+func (s *Session) fillReplay(ctx context.Context, tx ReplayTx, a store.Activation, commits []store.CommitInfo, entries []*replayEntry, owned []bool) (err error) {
 	next := 0 // index of the next owned entry to fill
 	defer func() {
 		if err != nil {
@@ -297,13 +298,18 @@ func (s *Session) releaseAll(entries []*replayEntry) {
 	}
 }
 
-// endRead settles a replay read: the context's error when the client left, a failure
-// frame for any other error, refresh-required when the read found a reason; ended is
-// false when the replay goes on.
+// endRead settles a replay read: the context's error when the client left,
+// refresh-required when the read found a reason or the source refused the cursor (a
+// *store.CursorError, Source.Read), a failure frame for any other error; ended is false
+// when the replay goes on.
 func (s *Session) endRead(ctx context.Context, err error, reason string) (ended bool, _ error) {
+	var ce *store.CursorError
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return true, ctx.Err()
+	case errors.As(err, &ce):
+		s.refresh(ce.Reason)
+		return true, nil
 	case err != nil:
 		s.out = append(s.out, s.internalFailure(err))
 		return true, nil

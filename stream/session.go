@@ -403,7 +403,7 @@ func (s *Session) start(ctx context.Context) error {
 	if s.cursor != "" {
 		return s.startReplay(ctx)
 	}
-	info, err := s.hub.DB.Table(s.table)
+	info, err := s.hub.Source.Table(s.table)
 	if errors.Is(err, store.ErrTableNotFound) || (err == nil && info.ID != s.tableID) {
 		s.refresh(store.ReasonTableDropped)
 		return nil

@@ -44,7 +44,7 @@ type shapeResult struct {
 
 // filterAll filters commit c through shape and every other shape in use that applies to
 // the commit's schema, in one query, and keeps the results for the shapes' entries.
-func (sc *shapedCommits) filterAll(db *store.DB, c *sharedCommit, inUse []shapeUse, shape *store.Shape, key string) {
+func (sc *shapedCommits) filterAll(db Shaper, c *sharedCommit, inUse []shapeUse, shape *store.Shape, key string) {
 	shapes, keys := []*store.Shape{shape}, []string{key}
 	for _, u := range inUse {
 		if reason, _ := u.shape.Check(c.event.Schema); u.key != key && reason == "" {
@@ -178,7 +178,7 @@ func (sc *shapedCommit) set(c *sharedCommit, shape *store.Shape, recs []arrow.Re
 // in one query (store.DB.ShapeRecordsEach); a shape taken into use after that is filtered
 // on its own when first needed. A commit none of whose rows match is an empty batch, so
 // that the subscriber's cursor moves on with every commit.
-func (c *sharedCommit) shapedFrame(db *store.DB, inUse func() []shapeUse, shape *store.Shape, key string, f Framing, enc Encoding) (Frame, error) {
+func (c *sharedCommit) shapedFrame(db Shaper, inUse func() []shapeUse, shape *store.Shape, key string, f Framing, enc Encoding) (Frame, error) {
 	c.shaped.batchOnce.Do(func() { c.shaped.filterAll(db, c, inUse(), shape, key) })
 	sc := c.shaped.get(key)
 	sc.once.Do(func() {
@@ -219,7 +219,7 @@ func (s *Session) commitFrame(c *sharedCommit) (Frame, error) {
 		return c.frame(s.framing, s.encoding)
 	}
 	inUse := func() []shapeUse { return s.hub.shapes.of(s.tableID) }
-	return c.shapedFrame(s.hub.DB, inUse, s.shape, s.shapeKey, s.framing, s.encoding)
+	return c.shapedFrame(s.hub.Shaper, inUse, s.shape, s.shapeKey, s.framing, s.encoding)
 }
 
 // shapeRecords returns one replayed commit's rows, of schema, through the session's
@@ -234,7 +234,7 @@ func (s *Session) shapeRecords(ctx context.Context, schema *store.Schema, recs [
 	if reason, _ := s.shape.Check(schema); reason != "" {
 		return nil, as, func() {}, nil
 	}
-	out, err = s.hub.DB.ShapeRecords(ctx, schema, recs, s.shape)
+	out, err = s.hub.Shaper.ShapeRecords(ctx, schema, recs, s.shape)
 	if err != nil {
 		return nil, nil, nil, &shapeError{err: err}
 	}
