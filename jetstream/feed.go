@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -38,7 +39,8 @@ type feed struct {
 	st      feedState
 	changed chan struct{} // closed and replaced at every change of st
 	cons    njs.ConsumeContext
-	err     error // why the feed could not start or stopped
+	// pending is how many messages JetStream had for the feed after its last one.
+	pending atomic.Uint64
 }
 
 func newFeed(src *Source, t tableEntry) *feed {
@@ -70,6 +72,10 @@ func (f *feed) start() error {
 		return &store.Error{Code: store.CodeUnavailable, Message: "JetStream did not answer", Err: err}
 	}
 	cc, err := cons.Consume(func(m njs.Msg) {
+		f.src.received.Add(1)
+		if md, err := m.Metadata(); err == nil {
+			f.pending.Store(md.NumPending)
+		}
 		if err := f.take(f.src.ctx, m.Headers(), m.Data(), true); err != nil {
 			f.src.Logger.Error("jetstream: a table message could not be delivered", "table", f.table.Name, "err", err)
 		}
@@ -127,6 +133,7 @@ func (f *feed) take(ctx context.Context, h nats.Header, data []byte, publish boo
 		}
 		rows, _ := strconv.ParseInt(h.Get(HeaderRows), 10, 64)
 		at, _ := time.Parse(time.RFC3339Nano, h.Get(HeaderCommittedAt))
+		f.src.commitDelay.Observe(max(f.src.Now().Sub(at).Seconds(), 0))
 		rec, err := decodeCommit(data, schema)
 		if err != nil {
 			return fmt.Errorf("commit %d: %w", pos.Seq, err)

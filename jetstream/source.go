@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	njs "github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ducktail/ducktail/store"
 	"github.com/ducktail/ducktail/stream"
@@ -53,6 +55,9 @@ type Source struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
+	received    atomic.Int64
+	commitDelay prometheus.Histogram
+
 	mu     sync.Mutex
 	tables map[string]tableEntry  // live tables by store.FoldName
 	tokens map[string]store.Token // by id
@@ -64,7 +69,9 @@ var _ stream.Source = (*Source)(nil)
 // NewSource returns a Source with the writer's default stream and subjects.
 func NewSource() *Source {
 	return &Source{Stream: DefaultStream, SubjectPrefix: DefaultSubjectPrefix, HeadWait: DefaultHeadWait,
-		FetchTimeout: DefaultPublishTimeout, Logger: slog.Default(), Now: time.Now}
+		FetchTimeout: DefaultPublishTimeout, Logger: slog.Default(), Now: time.Now,
+		commitDelay: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ducktail_jetstream_node_commit_delay_seconds",
+			Help: "Seconds from a commit on the writer to its arrival at this stream node.", Buckets: commitDelayBuckets})}
 }
 
 // Start connects the source to JetStream over nc and loads the catalog: it returns once
