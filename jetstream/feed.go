@@ -128,7 +128,9 @@ func (f *feed) take(ctx context.Context, h nats.Header, data []byte, publish boo
 			}
 		}
 		f.set(feedState{activation: pos.Activation, head: pos.Seq, schema: schema})
-		if !publish {
+		if !publish || !f.src.hub.HasSubscribers(f.table.ID) {
+			// No session to deliver to: one that registers later reads a baseline that
+			// already counts this commit.
 			return nil
 		}
 		rows, _ := strconv.ParseInt(h.Get(HeaderRows), 10, 64)

@@ -48,7 +48,7 @@ type Source struct {
 	js      njs.JetStream
 	str     njs.Stream
 	kv      njs.KeyValue
-	hub     store.Publisher
+	hub     Hub
 	cursors *store.Cursors
 	watch   njs.KeyWatcher
 	ctx     context.Context
@@ -66,6 +66,14 @@ type Source struct {
 
 var _ stream.Source = (*Source)(nil)
 
+// Hub is what a Source hands its events to: stream.Hub.
+type Hub interface {
+	store.Publisher
+	// HasSubscribers reports whether a table has a stream open; a commit of a table
+	// without one is not decoded.
+	HasSubscribers(tableID int64) bool
+}
+
 // NewSource returns a Source with the writer's default stream and subjects.
 func NewSource() *Source {
 	return &Source{Stream: DefaultStream, SubjectPrefix: DefaultSubjectPrefix, HeadWait: DefaultHeadWait,
@@ -78,7 +86,7 @@ func NewSource() *Source {
 // the catalog's current tables, tokens and cursor key are in memory, and keeps watching it
 // until Close; events go to hub (the stream node's Hub). It waits, until ctx ends, for a
 // writer to have made the stream and the catalog. Errors: ctx's, or JetStream's.
-func (s *Source) Start(ctx context.Context, nc *nats.Conn, hub store.Publisher) error {
+func (s *Source) Start(ctx context.Context, nc *nats.Conn, hub Hub) error {
 	js, err := njs.New(nc)
 	if err != nil {
 		return err

@@ -278,6 +278,14 @@ func (h *Hub) Publish(e store.Event) {
 	}
 }
 
+// HasSubscribers reports whether table tableID has a stream open: a source with events
+// to decode first (a stream node's) skips the work for tables nobody reads.
+func (h *Hub) HasSubscribers(tableID int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.logs[tableID] != nil
+}
+
 // SubscribeRequest describes a stream to open. The api has authenticated the token and checked
 // its purpose and scope.
 type SubscribeRequest struct {
