@@ -24,6 +24,10 @@ import (
 // the writer published and this node has not received yet.
 const DefaultHeadWait = 5 * time.Second
 
+// DefaultTokenWait is how long Source.Authenticate waits for a token id it does not know:
+// the writer may have created it a moment ago, and the catalog's watch not delivered it.
+const DefaultTokenWait = 2 * time.Second
+
 // Source is the stream.Source of a stream node (docs/scaling.md, "Stream nodes"): it holds
 // no DuckDB file, and reads everything from the JetStream stream a writer's Publisher
 // publishes to and from its catalog bucket (catalog.go). It keeps in memory the catalog's
@@ -39,6 +43,8 @@ type Source struct {
 	SubjectPrefix string
 	// HeadWait bounds AwaitHead and the wait of a baseline for a table's first schema.
 	HeadWait time.Duration
+	// TokenWait bounds Authenticate's wait for a token id the catalog has not shown yet.
+	TokenWait time.Duration
 	// FetchTimeout bounds one JetStream API call or fetch.
 	FetchTimeout time.Duration
 	Logger       *slog.Logger
@@ -61,7 +67,9 @@ type Source struct {
 	mu     sync.Mutex
 	tables map[string]tableEntry  // live tables by store.FoldName
 	tokens map[string]store.Token // by id
-	feeds  map[int64]*feed        // the tables in use, by id
+	// tokensChanged is closed and replaced whenever tokens changes.
+	tokensChanged chan struct{}
+	feeds         map[int64]*feed // the tables in use, by id
 }
 
 var _ stream.Source = (*Source)(nil)
@@ -76,7 +84,7 @@ type Hub interface {
 
 // NewSource returns a Source with the writer's default stream and subjects.
 func NewSource() *Source {
-	return &Source{Stream: DefaultStream, SubjectPrefix: DefaultSubjectPrefix, HeadWait: DefaultHeadWait,
+	return &Source{Stream: DefaultStream, SubjectPrefix: DefaultSubjectPrefix, HeadWait: DefaultHeadWait, TokenWait: DefaultTokenWait,
 		FetchTimeout: DefaultPublishTimeout, Logger: slog.Default(), Now: time.Now,
 		commitDelay: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ducktail_jetstream_node_commit_delay_seconds",
 			Help: "Seconds from a commit on the writer to its arrival at this stream node.", Buckets: commitDelayBuckets})}
@@ -93,6 +101,7 @@ func (s *Source) Start(ctx context.Context, nc *nats.Conn, hub Hub) error {
 	}
 	s.js, s.hub = js, hub
 	s.tables, s.tokens, s.feeds = map[string]tableEntry{}, map[string]store.Token{}, map[int64]*feed{}
+	s.tokensChanged = make(chan struct{})
 	for {
 		err = s.open(ctx)
 		if err == nil {
@@ -208,6 +217,8 @@ func (s *Source) apply(e njs.KeyValueEntry) {
 			s.tokens[id] = t.token()
 		}
 		now, has := s.tokens[id]
+		close(s.tokensChanged)
+		s.tokensChanged = make(chan struct{})
 		s.mu.Unlock()
 		if had && before.RevokedAt.IsZero() && (!has || !now.RevokedAt.IsZero()) {
 			s.hub.Publish(store.TokenRevoked{TokenID: id, Token: now})
@@ -249,15 +260,31 @@ func (s *Source) LookupToken(id string) (store.Token, error) {
 }
 
 // Authenticate returns the token whose secret is secret, as store.DB.Authenticate does on
-// the writer, from the catalog's tokens (store.AuthenticateWith). Errors:
-// store.DB.Authenticate's.
+// the writer, from the catalog's tokens (store.AuthenticateWith). A well-formed token whose
+// id the catalog has not shown is waited for, up to TokenWait, so that a token used right
+// after the writer created it is accepted. Errors: store.DB.Authenticate's.
 func (s *Source) Authenticate(secret string) (store.Token, error) {
-	return store.AuthenticateWith(func(id string) (store.Token, bool) {
+	return store.AuthenticateWith(s.awaitToken, secret, s.Now())
+}
+
+// awaitToken returns the token with the given id, waiting up to TokenWait for it to appear.
+func (s *Source) awaitToken(id string) (store.Token, bool) {
+	deadline := time.NewTimer(s.TokenWait)
+	defer deadline.Stop()
+	for {
 		s.mu.Lock()
-		defer s.mu.Unlock()
 		t, ok := s.tokens[id]
-		return t, ok
-	}, secret, s.Now())
+		changed := s.tokensChanged
+		s.mu.Unlock()
+		if ok {
+			return t, true
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return store.Token{}, false
+		}
+	}
 }
 
 // Table implements stream.Source: the catalog's table, with the head and schema of its
