@@ -24,9 +24,10 @@ import (
 // the writer published and this node has not received yet.
 const DefaultHeadWait = 5 * time.Second
 
-// DefaultTokenWait is how long Source.Authenticate waits for a token id it does not know:
-// the writer may have created it a moment ago, and the catalog's watch not delivered it.
-const DefaultTokenWait = 2 * time.Second
+// DefaultCatalogWait is how long Source.Authenticate and Source.Table wait for a token or
+// table they do not know: the writer may have created it a moment ago, and the catalog's
+// watch not delivered it yet.
+const DefaultCatalogWait = 2 * time.Second
 
 // Source is the stream.Source of a stream node (docs/scaling.md, "Stream nodes"): it holds
 // no DuckDB file, and reads everything from the JetStream stream a writer's Publisher
@@ -43,8 +44,9 @@ type Source struct {
 	SubjectPrefix string
 	// HeadWait bounds AwaitHead and the wait of a baseline for a table's first schema.
 	HeadWait time.Duration
-	// TokenWait bounds Authenticate's wait for a token id the catalog has not shown yet.
-	TokenWait time.Duration
+	// CatalogWait bounds the wait of Authenticate and Table for a token id or a table
+	// name the catalog has not shown yet.
+	CatalogWait time.Duration
 	// FetchTimeout bounds one JetStream API call or fetch.
 	FetchTimeout time.Duration
 	Logger       *slog.Logger
@@ -67,9 +69,9 @@ type Source struct {
 	mu     sync.Mutex
 	tables map[string]tableEntry  // live tables by store.FoldName
 	tokens map[string]store.Token // by id
-	// tokensChanged is closed and replaced whenever tokens changes.
-	tokensChanged chan struct{}
-	feeds         map[int64]*feed // the tables in use, by id
+	// changed is closed and replaced whenever tables or tokens change.
+	changed chan struct{}
+	feeds   map[int64]*feed // the tables in use, by id
 }
 
 var _ stream.Source = (*Source)(nil)
@@ -84,7 +86,7 @@ type Hub interface {
 
 // NewSource returns a Source with the writer's default stream and subjects.
 func NewSource() *Source {
-	return &Source{Stream: DefaultStream, SubjectPrefix: DefaultSubjectPrefix, HeadWait: DefaultHeadWait, TokenWait: DefaultTokenWait,
+	return &Source{Stream: DefaultStream, SubjectPrefix: DefaultSubjectPrefix, HeadWait: DefaultHeadWait, CatalogWait: DefaultCatalogWait,
 		FetchTimeout: DefaultPublishTimeout, Logger: slog.Default(), Now: time.Now,
 		commitDelay: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ducktail_jetstream_node_commit_delay_seconds",
 			Help: "Seconds from a commit on the writer to its arrival at this stream node.", Buckets: commitDelayBuckets})}
@@ -101,7 +103,7 @@ func (s *Source) Start(ctx context.Context, nc *nats.Conn, hub Hub) error {
 	}
 	s.js, s.hub = js, hub
 	s.tables, s.tokens, s.feeds = map[string]tableEntry{}, map[string]store.Token{}, map[int64]*feed{}
-	s.tokensChanged = make(chan struct{})
+	s.changed = make(chan struct{})
 	for {
 		err = s.open(ctx)
 		if err == nil {
@@ -201,6 +203,7 @@ func (s *Source) apply(e njs.KeyValueEntry) {
 		} else {
 			s.tables[string(folded)] = t
 		}
+		s.signal()
 		s.mu.Unlock()
 	case strings.HasPrefix(key, tokenKeyPrefix):
 		id := strings.TrimPrefix(key, tokenKeyPrefix)
@@ -217,8 +220,7 @@ func (s *Source) apply(e njs.KeyValueEntry) {
 			s.tokens[id] = t.token()
 		}
 		now, has := s.tokens[id]
-		close(s.tokensChanged)
-		s.tokensChanged = make(chan struct{})
+		s.signal()
 		s.mu.Unlock()
 		if had && before.RevokedAt.IsZero() && (!has || !now.RevokedAt.IsZero()) {
 			s.hub.Publish(store.TokenRevoked{TokenID: id, Token: now})
@@ -261,28 +263,42 @@ func (s *Source) LookupToken(id string) (store.Token, error) {
 
 // Authenticate returns the token whose secret is secret, as store.DB.Authenticate does on
 // the writer, from the catalog's tokens (store.AuthenticateWith). A well-formed token whose
-// id the catalog has not shown is waited for, up to TokenWait, so that a token used right
-// after the writer created it is accepted. Errors: store.DB.Authenticate's.
+// id the catalog has not shown is waited for, up to CatalogWait, so that a token used
+// right after the writer created it is accepted. Errors: store.DB.Authenticate's.
 func (s *Source) Authenticate(secret string) (store.Token, error) {
-	return store.AuthenticateWith(s.awaitToken, secret, s.Now())
+	return store.AuthenticateWith(func(id string) (store.Token, bool) {
+		var t store.Token
+		ok := s.awaitCatalog(func() bool {
+			var found bool
+			t, found = s.tokens[id]
+			return found
+		})
+		return t, ok
+	}, secret, s.Now())
 }
 
-// awaitToken returns the token with the given id, waiting up to TokenWait for it to appear.
-func (s *Source) awaitToken(id string) (store.Token, bool) {
-	deadline := time.NewTimer(s.TokenWait)
+// signal wakes the waits of awaitCatalog; s.mu is held.
+func (s *Source) signal() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// awaitCatalog returns true once has, called with s.mu held, holds of the catalog in
+// memory, or false after CatalogWait.
+func (s *Source) awaitCatalog(has func() bool) bool {
+	deadline := time.NewTimer(s.CatalogWait)
 	defer deadline.Stop()
 	for {
 		s.mu.Lock()
-		t, ok := s.tokens[id]
-		changed := s.tokensChanged
+		ok, changed := has(), s.changed
 		s.mu.Unlock()
 		if ok {
-			return t, true
+			return true
 		}
 		select {
 		case <-changed:
 		case <-deadline.C:
-			return store.Token{}, false
+			return false
 		}
 	}
 }
@@ -301,10 +317,15 @@ func (s *Source) Table(name string) (store.TableInfo, error) {
 	return f.info(ctx)
 }
 
-// feedOf returns the running feed of the live table named name, starting it first.
+// feedOf returns the running feed of the live table named name, starting it first; a name
+// the catalog has not shown is waited for up to CatalogWait.
 func (s *Source) feedOf(name string) (*feed, error) {
+	folded := store.FoldName(name)
+	if !s.awaitCatalog(func() bool { _, ok := s.tables[folded]; return ok }) {
+		return nil, store.TableNotFound(name)
+	}
 	s.mu.Lock()
-	t, ok := s.tables[store.FoldName(name)]
+	t, ok := s.tables[folded]
 	if !ok {
 		s.mu.Unlock()
 		return nil, store.TableNotFound(name)
