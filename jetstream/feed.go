@@ -15,6 +15,7 @@ import (
 	njs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/stream"
 )
 
 // feedState is how far a feed has a table: its activation, the seq of its last commit
@@ -50,14 +51,15 @@ func newFeed(src *Source, t tableEntry) *feed {
 func (f *feed) subject() string { return TableSubject(f.src.SubjectPrefix, f.table.ID) }
 
 // start reads the table's last message, takes its state from it, and consumes the messages
-// after it. Errors: CodeUnavailable when the subject has no message (the table's activation
-// is older than the stream's retention) or JetStream does not answer.
+// after it. Errors: CodeUnavailable when JetStream does not answer, or, wrapping
+// stream.ErrWriterOnly, when the subject has no message (the table's activation is older
+// than the stream's retention).
 func (f *feed) start() error {
 	ctx, cancel := context.WithTimeout(f.src.ctx, f.src.FetchTimeout)
 	defer cancel()
 	last, err := f.src.str.GetLastMsgForSubject(ctx, f.subject())
 	if errors.Is(err, njs.ErrMsgNotFound) {
-		return &store.Error{Code: store.CodeUnavailable, Message: "table " + strconv.Quote(f.table.Name) + " has no message left in the JetStream stream's retention; stream it from the writer"}
+		return &store.Error{Code: store.CodeUnavailable, Message: "table " + strconv.Quote(f.table.Name) + " has no message left in the JetStream stream's retention; stream it from the writer", Err: stream.ErrWriterOnly}
 	}
 	if err != nil {
 		return &store.Error{Code: store.CodeUnavailable, Message: "JetStream did not answer", Err: err}

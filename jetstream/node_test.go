@@ -239,8 +239,9 @@ func TestStreamNodeServesTheWritersStream(t *testing.T) {
 
 // TestStreamNodeCursorBeyondRetention purges the oldest messages of the stream, as its
 // retention would: a cursor whose next commit is gone gets refresh-required
-// beyond_retention on the node, one whose next commit is still there resumes exactly; a
-// drop on the writer ends the node's stream with table_dropped.
+// beyond_retention on the node, one whose next commit is still there resumes exactly, and
+// a table with no message left is redirected to the writer; a drop on the writer ends the
+// node's stream with table_dropped.
 func TestStreamNodeCursorBeyondRetention(t *testing.T) {
 	ns := newNATS(t, "n1", 0)
 	ns.start()
@@ -290,6 +291,26 @@ func TestStreamNodeCursorBeyondRetention(t *testing.T) {
 	if got := kept.batches(5); strings.Join(got, ",") != "6,7,8,9,10" {
 		t.Fatalf("a cursor within the retention: %v", got)
 	}
+	// A table whose every message left the stream is the writer's to serve.
+	c.must(201, "POST", "/v1/tables", "application/json", `{"name":"idle","columns":[{"name":"n","type":"BIGINT"}]}`)
+	c.must(201, "POST", "/v1/tables/idle/rows", "application/x-ndjson", `{"n":1}`)
+	idle, _ := w.stack.Store.Table("idle")
+	readStream(t, nc, jetstream.TableSubject(jetstream.DefaultSubjectPrefix, idle.ID), jetstream.HeaderSeq, "1")
+	if err := s.Purge(ctx, njs.WithPurgeSubject(jetstream.TableSubject(jetstream.DefaultSubjectPrefix, idle.ID))); err != nil {
+		t.Fatal(err)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ := http.NewRequest("GET", n.base+"/v1/tables/idle/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusTemporaryRedirect || loc != c.base+"/v1/tables/idle/stream" {
+		t.Fatalf("a table with no message left in the stream: %d %q", resp.StatusCode, loc)
+	}
+
 	c.must(204, "DELETE", "/v1/tables/t", "", "")
 	if ev := kept.next(); ev.Event != "refresh-required" || !strings.Contains(ev.Data, store.ReasonTableDropped) {
 		t.Fatalf("after the drop: %q %s", ev.Event, ev.Data)
