@@ -115,7 +115,9 @@ func (m *schemaMessage) stream(s *arrow.Schema, recs []arrow.RecordBatch, bodyBy
 	if err != nil {
 		return nil, err
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, 2*len(head)+int(bodyBytes)+len(endOfStream)))
+	// A record batch message's metadata is about as long as the schema message (a few
+	// dozen bytes per column), its body about as long as the record's buffers.
+	buf := bytes.NewBuffer(make([]byte, 0, 2*len(head)+int(bodyBytes)+256))
 	buf.Write(head)
 	for _, r := range recs {
 		if err := writeRecordMessage(buf, r); err != nil {
