@@ -36,8 +36,7 @@ type Session struct {
 	log  *tableLog
 	next atomic.Int64
 
-	mu        sync.Mutex
-	ended     *Frame // a terminal frame decided outside Next (drain, revocation)
+	ended     atomic.Pointer[Frame] // a terminal frame decided outside Next (drain, revocation)
 	wake      chan struct{}
 	closeOnce sync.Once
 
@@ -137,11 +136,7 @@ func (s *Session) Table() string { return s.table }
 
 // end makes f the session's next and last frame, unless one is already decided.
 func (s *Session) end(f Frame) {
-	s.mu.Lock()
-	if s.ended == nil {
-		s.ended = &f
-	}
-	s.mu.Unlock()
+	s.ended.CompareAndSwap(nil, &f)
 	s.signal()
 }
 
@@ -206,12 +201,10 @@ func (s *Session) Next(ctx context.Context) (Frame, error) {
 }
 
 func (s *Session) takeEnded() (Frame, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ended == nil {
-		return Frame{}, false
+	if f := s.ended.Load(); f != nil {
+		return *f, true
 	}
-	return *s.ended, true
+	return Frame{}, false
 }
 
 // due names what ends a wait when its timer fires first.
