@@ -293,7 +293,8 @@ func (s *Session) dueFrame(what due) Frame {
 
 // Buffered reports whether Next has a frame ready without waiting, so that the caller can
 // write several frames with one write: one already made, an end decided, or one made now
-// from what the table's log already holds (never waiting, never reading the table).
+// from what the table's log already holds (never waiting, never reading the table). Like
+// Next, it is called only by the goroutine calling Next.
 func (s *Session) Buffered() bool {
 	if s.ready() {
 		return true
