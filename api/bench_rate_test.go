@@ -413,3 +413,52 @@ func BenchmarkSaturation(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDeliveryCPU measures the server CPU of live fan-out alone: 100 or 1,000
+// subscribers (in the load process) read every batch event while 1-row commits are
+// published straight into the hub, without ingest or DuckDB, in bursts of 4 (as group
+// commit publishes them) every 4 ms. cpu-us/delivery = the server process's CPU time ÷
+// deliveries; every subscriber must keep up.
+func BenchmarkDeliveryCPU(b *testing.B) {
+	rec := loadFlights(b, 1)
+	for _, subs := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("subscribers=%d", subs), func(b *testing.B) {
+			e := benchEnv(b, options{hub: func(h *stream.Hub) { h.MaxStreamsPerToken = 20000 }})
+			e.createFlights(b, "flights")
+			info, err := e.db.Table("flights")
+			if err != nil {
+				b.Fatal(err)
+			}
+			commits := max(b.N, 400)
+			load := startLoad(b, e, nil, 0, commits, subs, 0)
+			for e.hub.Streams() < subs {
+				time.Sleep(10 * time.Millisecond)
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				pos := info.Head
+				for i := 0; i < commits; i++ {
+					if i%4 == 0 {
+						time.Sleep(4 * time.Millisecond)
+					}
+					pos.Seq++
+					e.hub.Publish(store.CommitEvent{TableName: "flights", Position: pos, Schema: &info.Schema,
+						Record: rec, Rows: rec.NumRows(), CommittedAt: time.Now()})
+				}
+			}()
+			cpu := processCPU()
+			b.ResetTimer()
+			r := load.run(b)
+			b.StopTimer()
+			<-done
+			cpu = processCPU() - cpu
+			if r.evicted > 0 {
+				b.Fatalf("%d subscribers fell behind", r.evicted)
+			}
+			b.ReportMetric(float64(r.delivered)/b.Elapsed().Seconds(), "deliveries/s")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(max(r.delivered, 1)), "cpu-us/delivery")
+			b.ReportMetric(float64(r.bytes)/float64(max(r.delivered, 1)), "B/delivery")
+		})
+	}
+}

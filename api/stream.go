@@ -133,6 +133,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 	}
 	ctx := r.Context()
 	var replayed int
+	var frames []stream.Frame // the frames of one write, its array reused
 	if cursor != "" {
 		defer func() { s.metrics.replayCommits.Observe(float64(replayed)) }()
 	}
@@ -147,7 +148,8 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 		// Small frames that are ready together go out in one write, joined in a buffer
 		// borrowed for that write only; a large frame goes out as it is, the bytes shared
 		// with the other subscribers.
-		out, frames := f.Bytes, []stream.Frame{f}
+		out := f.Bytes
+		frames = append(frames[:0], f)
 		var buf *[]byte
 		if sess.Buffered() && !f.Terminal && len(f.Bytes) < maxCoalescedWrite {
 			buf = coalesceBuffers.Get().(*[]byte)
@@ -178,6 +180,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 		if err != nil || frames[len(frames)-1].Terminal {
 			return
 		}
+		clear(frames) // holds no frame's bytes while the stream waits
 	}
 }
 

@@ -101,6 +101,16 @@ cat <<'METHOD'
   log and, once they read again, get `reconnect` `slow_consumer` (evicted); every other
   subscriber gets every commit. Memory is bounded by the live log (`--max-buffered-batches`,
   `--max-buffered-bytes` per table with subscribers), whatever the number of subscribers.
+- **`BenchmarkDeliveryCPU/subscribers={100,1000}`**: live fan-out alone: that many SSE
+  subscribers in a child process read every `batch` event while 1-row commits (one
+  flights row: a 1,847-byte SSE frame, its Arrow IPC stream 1,312 bytes) are published
+  straight into the hub, with no ingest and no DuckDB, four at a time (as group commit
+  publishes them) every 4 ms. cpu-us/delivery = the server process's CPU time
+  (`getrusage`) ÷ deliveries; B/delivery = bytes the subscribers read ÷ deliveries; no
+  subscriber may fall behind. The frames a session has ready leave in one write (about
+  four per write here); what remains per delivery is that write's share (the loopback
+  TCP send, which also runs the receiver's side, about a third of the CPU), the wake-up
+  of the session, and the per-commit encoding shared by all subscribers.
 - **`BenchmarkIdleSubscriberHeap`**: 10,000 idle SSE streams opened by a child process
   (so that client memory is not counted); heap-B/subscriber = growth of the server's
   `HeapAlloc` after GC ÷ 10,000; stack-B/subscriber is the goroutine stacks, reported

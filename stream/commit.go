@@ -33,6 +33,9 @@ type sharedCommit struct {
 	codec *store.Cursors
 	// size approximates the commit's memory for the log's accounting: the record's buffers.
 	size int64
+	// schema is the message of the commit's schema version, shared by the commits of that
+	// version in the table's log (set by tableLog.append; nil out of a log).
+	schema *schemaMessage
 
 	cursorOnce sync.Once
 	cursor     string
@@ -75,7 +78,7 @@ func (c *sharedCommit) frame(f Framing, enc Encoding) (Frame, error) {
 	lf := &c.frames[f][enc]
 	lf.once.Do(func() {
 		lp := &c.payloads[enc]
-		lp.once.Do(func() { lp.payload, lp.err = batchPayload(enc, c.event.Record.Schema(), c.records()) })
+		lp.once.Do(func() { lp.payload, lp.err = c.payload(enc) })
 		if lp.err != nil {
 			lf.err = lp.err
 			return
@@ -84,4 +87,14 @@ func (c *sharedCommit) frame(f Framing, enc Encoding) (Frame, error) {
 			CommitMeta{Position: c.event.Position, Rows: c.event.Rows, CommittedAt: c.event.CommittedAt})
 	})
 	return lf.frame, lf.err
+}
+
+// payload returns the payload of this commit's batch event in enc: for Arrow, an IPC
+// stream headed by the shared schema message of its version.
+func (c *sharedCommit) payload(enc Encoding) (framePayload, error) {
+	if enc != EncodingArrow {
+		return batchPayload(enc, c.event.Record.Schema(), c.records())
+	}
+	b, err := c.schema.stream(c.event.Record.Schema(), c.records(), c.size)
+	return framePayload{ipc: b}, err
 }

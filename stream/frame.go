@@ -91,17 +91,49 @@ var eventNames = map[string]bool{
 // or NUL: a record never contains a raw newline, because for NDJSON the line is the only
 // record boundary there is, and an SSE field ends at CR or LF (docs/design.md, "Framing").
 func (f Framing) Encode(dst []byte, event, id string, data []byte, dataIsJSON bool) ([]byte, error) {
-	if !eventNames[event] {
-		return dst, fmt.Errorf("%w: unknown event %q", ErrUnframeable, event)
-	}
-	if strings.ContainsAny(id, "\r\n\x00") || !utf8.ValidString(id) {
-		return dst, fmt.Errorf("%w: id holds CR, LF, NUL or invalid UTF-8", ErrUnframeable)
+	if err := checkHead(event, id); err != nil {
+		return dst, err
 	}
 	if !utf8.Valid(data) || ((f == FramingSSE || dataIsJSON) && bytes.ContainsAny(data, "\r\n\x00")) {
 		return dst, fmt.Errorf("%w: data holds CR, LF, NUL or invalid UTF-8", ErrUnframeable)
 	}
-	switch f {
-	case FramingSSE:
+	dst = f.appendHead(dst, event, id)
+	if f == FramingSSE {
+		if len(data) == 0 {
+			return append(dst, "data:\n\n"...), nil
+		}
+		dst = append(dst, "data: "...)
+		dst = append(dst, data...)
+		return append(dst, "\n\n"...), nil
+	}
+	if len(data) > 0 {
+		dst = append(dst, `,"data":`...)
+		if dataIsJSON {
+			dst = append(dst, data...)
+		} else {
+			dst = valuetext.AppendJSONString(dst, string(data))
+		}
+	}
+	return append(dst, "}\n"...), nil
+}
+
+// checkHead refuses (ErrUnframeable) an event name outside the fixed set and an id holding
+// CR, LF, NUL or invalid UTF-8.
+func checkHead(event, id string) error {
+	if !eventNames[event] {
+		return fmt.Errorf("%w: unknown event %q", ErrUnframeable, event)
+	}
+	if strings.ContainsAny(id, "\r\n\x00") || !utf8.ValidString(id) {
+		return fmt.Errorf("%w: id holds CR, LF, NUL or invalid UTF-8", ErrUnframeable)
+	}
+	return nil
+}
+
+// appendHead appends what comes before an event's data: in SSE the event field and the id
+// field (when id is not empty); in the JSON framings (RS first for JSON-seq) the object up
+// to its data member, not closed.
+func (f Framing) appendHead(dst []byte, event, id string) []byte {
+	if f == FramingSSE {
 		dst = append(dst, "event: "...)
 		dst = append(dst, event...)
 		dst = append(dst, '\n')
@@ -110,44 +142,43 @@ func (f Framing) Encode(dst []byte, event, id string, data []byte, dataIsJSON bo
 			dst = append(dst, id...)
 			dst = append(dst, '\n')
 		}
-		if len(data) == 0 {
-			return append(dst, "data:\n\n"...), nil
-		}
-		dst = append(dst, "data: "...)
-		dst = append(dst, data...)
-		return append(dst, "\n\n"...), nil
-	default:
-		if f == FramingJSONSeq {
-			dst = append(dst, 0x1e)
-		}
-		dst = append(dst, `{"event":"`...)
-		dst = append(dst, event...)
-		dst = append(dst, '"')
-		if id != "" {
-			dst = append(dst, `,"id":`...)
-			dst = valuetext.AppendJSONString(dst, id)
-		}
-		if len(data) > 0 {
-			dst = append(dst, `,"data":`...)
-			if dataIsJSON {
-				dst = append(dst, data...)
-			} else {
-				dst = valuetext.AppendJSONString(dst, string(data))
-			}
-		}
-		return append(dst, "}\n"...), nil
+		return dst
 	}
+	if f == FramingJSONSeq {
+		dst = append(dst, 0x1e)
+	}
+	dst = append(dst, `{"event":"`...)
+	dst = append(dst, event...)
+	dst = append(dst, '"')
+	if id != "" {
+		dst = append(dst, `,"id":`...)
+		dst = valuetext.AppendJSONString(dst, id)
+	}
+	return dst
 }
 
 // encodePayload frames an event whose payload is either Arrow IPC bytes (base64-encoded
-// here, RFC 4648 §4) or a JSON value.
+// here, RFC 4648 §4) or a JSON value. The base64 text is ASCII without CR, LF, NUL, quote
+// or backslash: it is written straight into the frame, in the JSON framings as the JSON
+// string it already is, the same bytes Encode writes for it without Encode's scan of it.
 func encodePayload(f Framing, event, id string, ipcBytes, jsonValue []byte) ([]byte, error) {
 	if jsonValue != nil {
 		return f.Encode(make([]byte, 0, len(jsonValue)+len(id)+32), event, id, jsonValue, true)
 	}
-	b64 := make([]byte, base64.StdEncoding.EncodedLen(len(ipcBytes)))
-	base64.StdEncoding.Encode(b64, ipcBytes)
-	return f.Encode(make([]byte, 0, len(b64)+len(id)+32), event, id, b64, false)
+	if len(ipcBytes) == 0 {
+		return f.Encode(nil, event, id, nil, false)
+	}
+	if err := checkHead(event, id); err != nil {
+		return nil, err
+	}
+	open, end := "data: ", "\n\n"
+	if f != FramingSSE {
+		open, end = `,"data":"`, "\"}\n"
+	}
+	dst := make([]byte, 0, base64.StdEncoding.EncodedLen(len(ipcBytes))+len(id)+48)
+	dst = append(f.appendHead(dst, event, id), open...)
+	dst = base64.StdEncoding.AppendEncode(dst, ipcBytes)
+	return append(dst, end...), nil
 }
 
 // mustEncode frames an event built here from constants and escaped JSON, which always

@@ -3,6 +3,8 @@ package stream
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/ducktail/ducktail/store"
 )
 
 // logReadBatch bounds the items one session takes from its table's log at a time, so that
@@ -35,6 +37,10 @@ type tableLog struct {
 	mu       sync.Mutex // serializes append
 	bytes    int64      // commit record bytes of the items held; guarded by mu
 	maxBytes int64
+	// schema and schemaMsg are the schema version of the last commit appended and its
+	// message, given to every commit of that version; guarded by mu.
+	schema    *store.Schema
+	schemaMsg *schemaMessage
 	// sessions counts the sessions reading the log; guarded by Hub.mu.
 	sessions int
 }
@@ -63,6 +69,12 @@ func (l *tableLog) slot(i int64) *atomic.Pointer[logEntry] { return &l.slots[i%i
 func (l *tableLog) append(it item) (waiting bool) {
 	size := it.size()
 	l.mu.Lock()
+	if c := it.commit; c != nil && c.event.Schema != nil {
+		if c.event.Schema != l.schema {
+			l.schema, l.schemaMsg = c.event.Schema, newSchemaMessage(c.event.Schema)
+		}
+		c.schema = l.schemaMsg
+	}
 	head, first := l.head.Load(), l.first.Load()
 	for head > first && (head-first >= int64(len(l.slots)) || l.bytes+size > l.maxBytes) {
 		if e := l.slot(first).Swap(nil); e != nil {

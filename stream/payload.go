@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -61,6 +62,91 @@ func ArrowIPC(s *arrow.Schema, recs []arrow.RecordBatch) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// schemaMessage is the encapsulated Arrow IPC schema message (Arrow columnar format,
+// "Encapsulated message format") of one schema version of a table, encoded once, by the
+// first live commit whose payload needs it, and written at the head of the payload of every
+// commit of that version: each payload stays a whole IPC stream, decodable alone.
+type schemaMessage struct {
+	schema *arrow.Schema
+	// whole is true for a schema holding a dictionary: ipc.Writer writes each
+	// dictionary's batch before the record batch, so those payloads are written whole.
+	whole bool
+
+	once  sync.Once
+	bytes []byte
+	err   error
+}
+
+func newSchemaMessage(s *store.Schema) *schemaMessage {
+	as := s.Arrow()
+	whole := false
+	for _, f := range as.Fields() {
+		whole = whole || holdsType(f.Type, func(dt arrow.DataType) bool { return dt.ID() == arrow.DICTIONARY })
+	}
+	return &schemaMessage{schema: as, whole: whole}
+}
+
+// encoded returns the schema message's bytes, as ipc.Writer writes them at a stream's start.
+func (m *schemaMessage) encoded() ([]byte, error) {
+	m.once.Do(func() {
+		var buf bytes.Buffer
+		p := ipc.GetSchemaPayload(m.schema, memory.DefaultAllocator)
+		defer p.Release()
+		if _, err := p.WritePayload(&buf); err != nil {
+			m.err = fmt.Errorf("encode arrow ipc schema: %w", err)
+		}
+		m.bytes = buf.Bytes()
+	})
+	return m.bytes, m.err
+}
+
+// endOfStream is the IPC stream's end-of-stream marker: the continuation token and a zero
+// metadata length (Arrow columnar format, "IPC Streaming Format").
+var endOfStream = []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}
+
+// stream returns ArrowIPC(s, recs), byte for byte, with m's schema message reused when s
+// is m's schema (m may be nil): that message, then each record batch message, then the
+// end-of-stream marker. bodyBytes, the size of recs' buffers, sizes the result.
+func (m *schemaMessage) stream(s *arrow.Schema, recs []arrow.RecordBatch, bodyBytes int64) ([]byte, error) {
+	if m == nil || m.whole || !s.Equal(m.schema) {
+		return ArrowIPC(s, recs)
+	}
+	head, err := m.encoded()
+	if err != nil {
+		return nil, err
+	}
+	// A record batch message's metadata is about as long as the schema message (a few
+	// dozen bytes per column), its body about as long as the record's buffers.
+	buf := bytes.NewBuffer(make([]byte, 0, 2*len(head)+int(bodyBytes)+256))
+	buf.Write(head)
+	for _, r := range recs {
+		if err := writeRecordMessage(buf, r); err != nil {
+			return nil, err
+		}
+	}
+	buf.Write(endOfStream)
+	return buf.Bytes(), nil
+}
+
+// writeRecordMessage writes the encapsulated record batch message of rec to buf, as
+// ipc.Writer writes it.
+func writeRecordMessage(buf *bytes.Buffer, rec arrow.RecordBatch) error {
+	rec, err := compactUnions(rec)
+	if err != nil {
+		return fmt.Errorf("encode arrow ipc: %w", err)
+	}
+	defer rec.Release()
+	p, err := ipc.GetRecordBatchPayload(rec)
+	if err != nil {
+		return fmt.Errorf("encode arrow ipc: %w", err)
+	}
+	defer p.Release()
+	if _, err := p.WritePayload(buf); err != nil {
+		return fmt.Errorf("encode arrow ipc: %w", err)
+	}
+	return nil
+}
+
 // compactUnions returns rec (retained) or, when a column holds a union, a copy of rec
 // whose union type-code (and dense offset) buffers are padded: arrow-go's IPC writer
 // (v18.8) slices those buffers at offset+padded length, past their end when they are not
@@ -115,12 +201,24 @@ func padUnionBuffers(d arrow.ArrayData) arrow.ArrayData {
 
 // hasUnion reports whether dt is or holds a union type.
 func hasUnion(dt arrow.DataType) bool {
-	if _, ok := dt.(arrow.UnionType); ok {
+	return holdsType(dt, func(dt arrow.DataType) bool {
+		_, ok := dt.(arrow.UnionType)
+		return ok
+	})
+}
+
+// holdsType reports whether is is true of dt or of a type dt holds, at any depth: a
+// nested type's fields, a dictionary's values.
+func holdsType(dt arrow.DataType, is func(arrow.DataType) bool) bool {
+	if is(dt) {
 		return true
+	}
+	if d, ok := dt.(*arrow.DictionaryType); ok {
+		return holdsType(d.ValueType, is)
 	}
 	if n, ok := dt.(arrow.NestedType); ok {
 		for _, f := range n.Fields() {
-			if hasUnion(f.Type) {
+			if holdsType(f.Type, is) {
 				return true
 			}
 		}

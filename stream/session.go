@@ -36,21 +36,25 @@ type Session struct {
 	log  *tableLog
 	next atomic.Int64
 
-	mu        sync.Mutex
-	ended     *Frame // a terminal frame decided outside Next (drain, revocation)
+	ended     atomic.Pointer[Frame] // a terminal frame decided outside Next (drain, revocation)
 	wake      chan struct{}
 	closeOnce sync.Once
 
 	// Owned by the goroutine calling Next.
-	started       bool
-	done          bool
+	started bool
+	done    bool
+	// out holds the frames made and not yet returned, from outAt on; its array is kept
+	// and reused once every frame was returned, so that a busy session makes frames
+	// without allocating.
 	out           []Frame
+	outAt         int
 	pos           store.Position // the last position delivered (baseline, replayed or live)
 	schemaVersion int
 	replay        *replay
 	written       *replayEntry // the pin of the frame Next returned last
 	lastData      time.Time
 	timer         *time.Timer
+	timerAt       time.Time       // when timer fires, zero when it is not armed
 	taken         []item          // the items taken from the log, reused
 	logWait       <-chan struct{} // closed when the log has the item at next
 }
@@ -78,6 +82,9 @@ func newSession(h *Hub, req SubscribeRequest, info store.TableInfo, log *tableLo
 func (s *Session) Close() {
 	s.closeOnce.Do(func() {
 		s.hub.remove(s)
+		if s.timer != nil {
+			s.timer.Stop()
+		}
 		s.dropOut()
 		s.releaseWritten()
 		s.endReplay()
@@ -95,12 +102,25 @@ func (s *Session) releaseWritten() {
 
 // dropOut discards the frames not yet returned, releasing their pins.
 func (s *Session) dropOut() {
-	for _, f := range s.out {
+	for _, f := range s.out[s.outAt:] {
 		if f.pin != nil {
 			s.hub.replays.release(f.pin)
 		}
 	}
-	s.out = nil
+	s.out, s.outAt = nil, 0
+}
+
+// ready reports whether out holds a frame not yet returned.
+func (s *Session) ready() bool { return s.outAt < len(s.out) }
+
+// pop returns the oldest frame of out, which must be ready.
+func (s *Session) pop() Frame {
+	f := s.out[s.outAt]
+	s.out[s.outAt] = Frame{}
+	if s.outAt++; s.outAt == len(s.out) {
+		s.out, s.outAt = s.out[:0], 0
+	}
+	return f
 }
 
 // endReplay ends the session's replay, if one is in progress.
@@ -116,11 +136,7 @@ func (s *Session) Table() string { return s.table }
 
 // end makes f the session's next and last frame, unless one is already decided.
 func (s *Session) end(f Frame) {
-	s.mu.Lock()
-	if s.ended == nil {
-		s.ended = &f
-	}
-	s.mu.Unlock()
+	s.ended.CompareAndSwap(nil, &f)
 	s.signal()
 }
 
@@ -139,9 +155,8 @@ func (s *Session) signal() {
 func (s *Session) Next(ctx context.Context) (Frame, error) {
 	s.releaseWritten()
 	for {
-		if len(s.out) > 0 {
-			f := s.out[0]
-			s.out = s.out[1:]
+		if s.ready() {
+			f := s.pop()
 			if f.Terminal {
 				s.done = true
 				s.dropOut()
@@ -176,7 +191,7 @@ func (s *Session) Next(ctx context.Context) (Frame, error) {
 			}
 			continue
 		}
-		if s.takeLog(); len(s.out) > 0 {
+		if s.takeLog(); s.ready() {
 			continue
 		}
 		if err := s.wait(ctx); err != nil {
@@ -186,12 +201,10 @@ func (s *Session) Next(ctx context.Context) (Frame, error) {
 }
 
 func (s *Session) takeEnded() (Frame, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ended == nil {
-		return Frame{}, false
+	if f := s.ended.Load(); f != nil {
+		return *f, true
 	}
-	return *s.ended, true
+	return Frame{}, false
 }
 
 // due names what ends a wait when its timer fires first.
@@ -228,31 +241,39 @@ func (s *Session) lifetimePassed(now time.Time) (due, bool) {
 }
 
 // wait blocks until the log has the next item, the session is ended, a deadline passes
-// (adding a heartbeat or a terminal frame to out) or ctx ends.
+// (adding a heartbeat or a terminal frame to out) or ctx ends. The timer is left armed
+// when something else ends the wait, and armed again only when it would fire too late: a
+// busy session does not re-arm it per frame; fired early, it is armed for the rest.
 func (s *Session) wait(ctx context.Context) error {
 	at, what := time.Now().Add(s.hub.HeartbeatInterval), dueHeartbeat
 	if limit, w, ok := s.nextLifetime(); ok && limit.Before(at) {
 		at, what = limit, w
 	}
-	d := max(time.Until(at), 0)
-	if s.timer == nil {
-		s.timer = time.NewTimer(d)
-	} else {
-		s.timer.Reset(d)
-	}
-	select {
-	case <-s.wake:
-		s.timer.Stop()
-		return nil
-	case <-s.logWait:
-		s.timer.Stop()
-		return nil
-	case <-s.timer.C:
-		s.out = append(s.out, s.dueFrame(what))
-		return nil
-	case <-ctx.Done():
-		s.timer.Stop()
-		return ctx.Err()
+	for {
+		if s.timerAt.IsZero() || s.timerAt.After(at) {
+			d := max(time.Until(at), 0)
+			if s.timer == nil {
+				s.timer = time.NewTimer(d)
+			} else {
+				s.timer.Reset(d)
+			}
+			s.timerAt = at
+		}
+		select {
+		case <-s.wake:
+			return nil
+		case <-s.logWait:
+			return nil
+		case <-s.timer.C:
+			s.timerAt = time.Time{}
+			if time.Now().Before(at) {
+				continue
+			}
+			s.out = append(s.out, s.dueFrame(what))
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 
@@ -271,8 +292,22 @@ func (s *Session) dueFrame(what due) Frame {
 }
 
 // Buffered reports whether Next has a frame ready without waiting, so that the caller can
-// write several frames with one write.
-func (s *Session) Buffered() bool { return len(s.out) > 0 }
+// write several frames with one write: one already made, an end decided, or one made now
+// from what the table's log already holds (never waiting, never reading the table). Like
+// Next, it is called only by the goroutine calling Next.
+func (s *Session) Buffered() bool {
+	if s.ready() {
+		return true
+	}
+	if s.done || !s.started || s.replay != nil {
+		return false
+	}
+	if _, ok := s.takeEnded(); ok {
+		return true
+	}
+	s.takeLog()
+	return s.ready()
+}
 
 // takeLog turns the next items of the table's log into frames, until some frame is ready
 // or the log has nothing more (then logWait is the channel to wait on). A session whose
@@ -280,7 +315,7 @@ func (s *Session) Buffered() bool { return len(s.out) > 0 }
 // "slow_consumer", and resumes from its cursor by replay.
 func (s *Session) takeLog() {
 	s.logWait = nil
-	for len(s.out) == 0 {
+	for !s.ready() {
 		items, lagging, wait := s.log.read(s.next.Load(), s.taken[:0])
 		s.taken = items
 		if lagging {
@@ -292,12 +327,15 @@ func (s *Session) takeLog() {
 			return
 		}
 		s.next.Add(int64(len(items)))
-		ended := false
+		ended, made := false, len(s.out)
 		for _, it := range items {
 			if ended = !s.deliver(it); ended {
 				// A terminal frame: nothing after it is delivered.
 				break
 			}
+		}
+		if len(s.out) > made {
+			s.lastData = time.Now() // once for the items taken together
 		}
 		clear(items)
 		if ended {
@@ -306,7 +344,8 @@ func (s *Session) takeLog() {
 	}
 }
 
-// deliver adds the frames for one live item to out; false when it ended the stream.
+// deliver adds the frames for one live item to out; false when it ended the stream. The
+// caller sets lastData.
 func (s *Session) deliver(it item) bool {
 	switch e := it.event.(type) {
 	case store.ActivationEnded:
@@ -346,7 +385,6 @@ func (s *Session) deliver(it item) bool {
 		}
 		s.out = append(s.out, f)
 		s.pos = e.Position
-		s.lastData = time.Now()
 	}
 	return true
 }
