@@ -30,10 +30,9 @@ type writer struct {
 	checkpoints checkpointState
 	// database is the catalog name DuckDB gives the database file.
 	database string
-	// commitLog holds the prepared commit-log INSERT for each number of rows it has
-	// written at once (at most MaxGroupCommits statements): parsing and planning the
-	// statement cost more than running it.
-	commitLog map[int]*sql.Stmt
+	// commitLog appends the commit log's rows (commitlog.go); nil until the first commit
+	// and after it failed.
+	commitLog *duckdb.Appender
 }
 
 // op is one queued write: an append (batch != nil) or a catalog change (ddl != nil).
@@ -93,7 +92,7 @@ func newWriter(ctx context.Context, db *DB) (*writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open writer connection: %w", err)
 	}
-	w := &writer{db: db, conn: conn, ops: make(chan *op, 1024), stopped: make(chan struct{}), commitLog: map[int]*sql.Stmt{}}
+	w := &writer{db: db, conn: conn, ops: make(chan *op, 1024), stopped: make(chan struct{})}
 	if err := conn.QueryRowContext(ctx, "SELECT current_database()").Scan(&w.database); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("open writer connection: %w", err)
@@ -113,9 +112,7 @@ func newWriter(ctx context.Context, db *DB) (*writer, error) {
 const scratchCatalog = ReservedPrefix + "_scratch"
 
 func (w *writer) close() error {
-	for _, st := range w.commitLog {
-		st.Close()
-	}
+	w.closeCommitLog()
 	return w.conn.Close()
 }
 
@@ -386,6 +383,10 @@ func (w *writer) stageRows(tx *writeTx, t *table, plans []appendPlan) error {
 	if len(recs) == 0 {
 		return nil
 	}
+	recs, err := coalesceSmall(recs)
+	if err != nil {
+		return fmt.Errorf("stage rows of %s: %w", t.name, err)
+	}
 	view := ReservedPrefix + "_ingest_" + randomHex(12)
 	return w.conn.Raw(func(dc any) error {
 		conn := dc.(driver.Conn)
@@ -449,45 +450,6 @@ func withSeq(rec arrow.RecordBatch, seq int64, s *Schema) arrow.RecordBatch {
 		cols = append(cols, rec.Column(i))
 	}
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n))
-}
-
-// insertCommitLog writes one commit-log row per commit among plans, with one prepared
-// statement for all of them.
-func (w *writer) insertCommitLog(ctx context.Context, plans []appendPlan) error {
-	var args []any
-	n := 0
-	for _, p := range plans {
-		if p.err != nil || p.commit.Duplicate {
-			continue
-		}
-		n++
-		var key, hash any
-		if p.op.batch.IdempotencyKey != "" {
-			key, hash = p.op.batch.IdempotencyKey, p.op.batch.RequestHash
-		}
-		// The log records the commit's size as the larger of its request body and its
-		// decoded rows: a compressed Arrow body is far smaller than what it decodes to,
-		// and replay sizes its reads by this (CommitInfo.Bytes).
-		c := p.commit
-		args = append(args, c.Position.TableID, c.Position.Activation.String(), c.Position.Seq,
-			c.SchemaVersion, c.Rows, max(c.Bytes, RecordBytes(p.op.batch.Record)), c.CommittedAt, key, hash)
-	}
-	if n == 0 {
-		return nil
-	}
-	st := w.commitLog[n]
-	if st == nil {
-		var err error
-		query := "INSERT INTO ducktail_catalog.commits VALUES (?, ?::UUID, ?, ?, ?, ?, ?, ?, ?)" + strings.Repeat(", (?, ?::UUID, ?, ?, ?, ?, ?, ?, ?)", n-1)
-		if st, err = w.conn.PrepareContext(ctx, query); err != nil {
-			return fmt.Errorf("prepare the commit-log insert: %w", err)
-		}
-		w.commitLog[n] = st
-	}
-	if _, err := st.ExecContext(ctx, args...); err != nil {
-		return fmt.Errorf("insert into the commit log: %w", err)
-	}
-	return nil
 }
 
 func (w *writer) begin(ctx context.Context) error {
