@@ -6,8 +6,8 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
-	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,8 +55,7 @@ type opResult struct {
 }
 
 // writeTx is the writer's connection inside one transaction, with the Arrow views staged
-// for it in the scratch database (stageRows): each is dropped and released after COMMIT or
-// ROLLBACK.
+// for it in the scratch database (stageRows): each is released after COMMIT or ROLLBACK.
 type writeTx struct {
 	conn     *sql.Conn
 	staged   []stagedRows
@@ -97,7 +96,7 @@ func newWriter(ctx context.Context, db *DB) (*writer, error) {
 		conn.Close()
 		return nil, fmt.Errorf("open writer connection: %w", err)
 	}
-	if _, err := conn.ExecContext(ctx, "ATTACH IF NOT EXISTS ':memory:' AS "+QuoteIdent(scratchCatalog)); err != nil {
+	if _, err := conn.ExecContext(ctx, "ATTACH IF NOT EXISTS ':memory:' AS "+QuoteIdent(scratchCatalog)+"; USE "+QuoteIdent(scratchCatalog)); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("attach the scratch database: %w", err)
 	}
@@ -109,7 +108,25 @@ func newWriter(ctx context.Context, db *DB) (*writer, error) {
 // catalog is a catalog change, logged in the WAL, and DuckDB refuses every CHECKPOINT while
 // a read transaction older than a committed catalog change is open; in memory it is
 // neither. User SQL cannot name it: the sandbox reads only schema main of the file.
+//
+// It is the writer connection's default database, because RegisterView creates its view
+// in the default one: so staging rows costs no USE statement, and the writer names the
+// file's tables with the file's catalog (w.file), except in catalog changes (runDDL).
 const scratchCatalog = ReservedPrefix + "_scratch"
+
+// file returns the schema-qualified name of an object of the database file, qualified by
+// the file's catalog as the writer connection must name it.
+func (w *writer) file(name string) string {
+	return QuoteIdent(w.database) + "." + name
+}
+
+// use makes catalog the writer connection's default database.
+func (w *writer) use(ctx context.Context, catalog string) error {
+	if _, err := w.conn.ExecContext(ctx, "USE "+QuoteIdent(catalog)); err != nil {
+		return fmt.Errorf("use %s: %w", catalog, err)
+	}
+	return nil
+}
 
 func (w *writer) close() error {
 	w.closeCommitLog()
@@ -365,10 +382,11 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 // stageRows registers the rows of t's commits among plans (each batch prefixed with a
 // constant seq column, fields named by physical column) as one Arrow view in the scratch
 // database, before the transaction begins: DuckDB writes to one database per
-// transaction, and the view is a write to the scratch one. The view name is random, and
-// the view is dropped and released after COMMIT or ROLLBACK, never queried again
-// (docs/design.md, "Measured facts about DuckDB": a registered view scans once, and
-// querying it after its release crashes the process).
+// transaction, and the view is a write to the scratch one. The view is named by its place
+// among the transaction's staged views, and registering a name again replaces the view of
+// an earlier transaction: that view was released after its COMMIT or ROLLBACK and is never
+// queried again (docs/design.md, "Measured facts about DuckDB": a registered view scans
+// once, and querying it after its release crashes the process).
 func (w *writer) stageRows(tx *writeTx, t *table, plans []appendPlan) error {
 	var recs []arrow.RecordBatch
 	var viewSchema *arrow.Schema
@@ -387,15 +405,9 @@ func (w *writer) stageRows(tx *writeTx, t *table, plans []appendPlan) error {
 	if err != nil {
 		return fmt.Errorf("stage rows of %s: %w", t.name, err)
 	}
-	view := ReservedPrefix + "_ingest_" + randomHex(12)
+	view := ReservedPrefix + "_ingest_" + strconv.Itoa(len(tx.staged))
 	return w.conn.Raw(func(dc any) error {
-		conn := dc.(driver.Conn)
-		ex := conn.(driver.ExecerContext)
-		// RegisterView creates its view in the connection's default database.
-		if _, err := ex.ExecContext(w.db.ctx, "USE "+QuoteIdent(scratchCatalog), nil); err != nil {
-			return fmt.Errorf("stage rows: %w", err)
-		}
-		ar, err := duckdb.NewArrowFromConn(conn)
+		ar, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
 		if err == nil {
 			var rdr array.RecordReader
 			if rdr, err = array.NewRecordReader(viewSchema, recs); err == nil {
@@ -405,9 +417,6 @@ func (w *writer) stageRows(tx *writeTx, t *table, plans []appendPlan) error {
 					tx.releases = append(tx.releases, release)
 				}
 			}
-		}
-		if _, uerr := ex.ExecContext(w.db.ctx, "USE "+QuoteIdent(w.database), nil); uerr != nil {
-			return errors.Join(err, fmt.Errorf("stage rows: %w", uerr))
 		}
 		if err != nil {
 			return fmt.Errorf("stage rows of %s: %w", t.name, err)
@@ -424,7 +433,7 @@ func (w *writer) insertRows(ctx context.Context, tx *writeTx) error {
 		for _, c := range st.t.schema.Columns {
 			cols = append(cols, QuoteIdent(physicalColumn(c.ID)))
 		}
-		insert := "INSERT INTO ducktail_data." + QuoteIdent(st.t.physical) + " (" + strings.Join(cols, ", ") +
+		insert := "INSERT INTO " + w.file("ducktail_data."+QuoteIdent(st.t.physical)) + " (" + strings.Join(cols, ", ") +
 			") SELECT * FROM " + QuoteIdent(scratchCatalog) + ".main." + QuoteIdent(st.view)
 		if _, err := tx.conn.ExecContext(ctx, insert); err != nil {
 			return fmt.Errorf("insert rows into %s: %w", st.t.name, err)
@@ -485,16 +494,10 @@ func (w *writer) rollback(tx *writeTx) {
 	w.release(tx)
 }
 
-// release drops tx's staged views, then runs the releases of their Arrow streams, after
-// COMMIT or ROLLBACK.
+// release runs the releases of tx's staged Arrow streams, after COMMIT or ROLLBACK. Their
+// views stay in the scratch database until a later transaction registers the same names
+// (stageRows), or the in-memory database goes at Close.
 func (w *writer) release(tx *writeTx) {
-	for _, st := range tx.staged {
-		// A view left behind is harmless (nothing queries it again) and goes with the
-		// in-memory database at Close, but it is logged.
-		if _, err := tx.conn.ExecContext(context.WithoutCancel(w.db.ctx), "DROP VIEW IF EXISTS "+QuoteIdent(scratchCatalog)+".main."+QuoteIdent(st.view)); err != nil {
-			w.db.Logger.Warn("could not drop a staged ingest view", "view", st.view, "err", err)
-		}
-	}
 	tx.staged = nil
 	for _, r := range tx.releases {
 		r()
@@ -502,12 +505,23 @@ func (w *writer) release(tx *writeTx) {
 	tx.releases = nil
 }
 
-// runDDL runs one catalog change in its own transaction.
+// runDDL runs one catalog change in its own transaction, with the file as the writer
+// connection's default database, so that the change names the file's objects as every
+// other connection does.
 func (w *writer) runDDL(ctx context.Context, o *op) {
 	if err := o.ctx.Err(); err != nil {
 		o.done <- opResult{err: err}
 		return
 	}
+	if err := w.use(ctx, w.database); err != nil {
+		o.done <- opResult{err: err}
+		return
+	}
+	defer func() {
+		if err := w.use(context.WithoutCancel(ctx), scratchCatalog); err != nil {
+			w.db.Logger.Error("could not make the scratch database the writer's default again", "err", err)
+		}
+	}()
 	if err := w.begin(ctx); err != nil {
 		o.done <- opResult{err: err}
 		return
