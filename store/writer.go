@@ -33,6 +33,8 @@ type writer struct {
 	// commitLog appends the commit log's rows (commitlog.go); nil until the first commit
 	// and after it failed.
 	commitLog *duckdb.Appender
+	// rowAppenders are the appenders of small groups' rows (rowappender.go), by table.
+	rowAppenders map[*table]*duckdb.Appender
 }
 
 // op is one queued write: an append (batch != nil) or a catalog change (ddl != nil).
@@ -60,6 +62,8 @@ type writeTx struct {
 	conn     *sql.Conn
 	staged   []stagedRows
 	releases []func()
+	// buffered are the tables whose rows wait in the writer's appenders (bufferRows).
+	buffered []*table
 }
 
 // stagedRows is one table's rows of a group commit, registered as a scratch view.
@@ -91,7 +95,7 @@ func newWriter(ctx context.Context, db *DB) (*writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open writer connection: %w", err)
 	}
-	w := &writer{db: db, conn: conn, ops: make(chan *op, 1024), stopped: make(chan struct{})}
+	w := &writer{db: db, conn: conn, ops: make(chan *op, 1024), stopped: make(chan struct{}), rowAppenders: map[*table]*duckdb.Appender{}}
 	if err := conn.QueryRowContext(ctx, "SELECT current_database()").Scan(&w.database); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("open writer connection: %w", err)
@@ -130,6 +134,7 @@ func (w *writer) use(ctx context.Context, catalog string) error {
 
 func (w *writer) close() error {
 	w.closeCommitLog()
+	w.dropRowAppenders()
 	return w.conn.Close()
 }
 
@@ -336,6 +341,9 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 		}
 	}
 	for _, t := range order {
+		if w.bufferRows(tx, t, plans) {
+			continue
+		}
 		if err := w.stageRows(tx, t, plans); err != nil {
 			return err
 		}
@@ -345,6 +353,9 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 	}
 	began = true
 	if err := w.insertRows(ctx, tx); err != nil {
+		return err
+	}
+	if err := w.flushBuffered(ctx, tx); err != nil {
 		return err
 	}
 	if err := w.insertCommitLog(ctx, plans); err != nil {
@@ -498,6 +509,10 @@ func (w *writer) rollback(tx *writeTx) {
 // views stay in the scratch database until a later transaction registers the same names
 // (stageRows), or the in-memory database goes at Close.
 func (w *writer) release(tx *writeTx) {
+	for _, t := range tx.buffered {
+		w.dropRowAppender(t) // rows of a transaction that did not reach its flush
+	}
+	tx.buffered = nil
 	tx.staged = nil
 	for _, r := range tx.releases {
 		r()
@@ -513,6 +528,7 @@ func (w *writer) runDDL(ctx context.Context, o *op) {
 		o.done <- opResult{err: err}
 		return
 	}
+	w.dropRowAppenders()
 	if err := w.use(ctx, w.database); err != nil {
 		o.done <- opResult{err: err}
 		return
