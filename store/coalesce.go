@@ -15,31 +15,26 @@ const vectorRows = 2048
 // coalesceSmall concatenates runs of consecutive batches of recs (all of one schema)
 // holding together at most vectorRows rows into one batch each, keeping the rows in
 // order; a batch of vectorRows rows or more is kept as it is, so large appends are not
-// copied.
-func coalesceSmall(recs []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
+// copied. A run array.Concatenate cannot join (it has no union support) stays as it is.
+func coalesceSmall(recs []arrow.RecordBatch) []arrow.RecordBatch {
 	if len(recs) < 2 {
-		return recs, nil
+		return recs
 	}
 	out := make([]arrow.RecordBatch, 0, len(recs))
 	var run []arrow.RecordBatch
 	var runRows int64
-	flush := func() error {
+	flush := func() {
 		if len(run) > 1 {
-			rec, err := concatRecords(run, runRows)
-			if err != nil {
-				return err
+			if rec, err := concatRecords(run, runRows); err == nil {
+				run = []arrow.RecordBatch{rec}
 			}
-			run = []arrow.RecordBatch{rec}
 		}
 		out = append(out, run...)
 		run, runRows = nil, 0
-		return nil
 	}
 	for _, rec := range recs {
 		if runRows+rec.NumRows() > vectorRows {
-			if err := flush(); err != nil {
-				return nil, err
-			}
+			flush()
 		}
 		if rec.NumRows() >= vectorRows {
 			out = append(out, rec)
@@ -48,10 +43,8 @@ func coalesceSmall(recs []arrow.RecordBatch) ([]arrow.RecordBatch, error) {
 		run = append(run, rec)
 		runRows += rec.NumRows()
 	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	flush()
+	return out
 }
 
 // concatRecords concatenates recs, which hold rows rows together, column by column.

@@ -10,11 +10,12 @@ import (
 
 // insertCommitLog writes one commit-log row per commit among plans into
 // ducktail_catalog.commits, inside the writer's open transaction, through a DuckDB
-// appender kept open on the writer's connection: an appender's flush appends to the
-// connection's transaction without parsing, planning or scheduling a statement, which
-// for a group of small commits costs more than the rows (docs/design.md, "Measured
-// facts about DuckDB"). After a failed append or flush the appender is dropped, and the
-// next commit opens a new one; the transaction is rolled back either way.
+// appender kept open on the writer's connection. An appender's flush appends to the
+// connection's open transaction without parsing, planning or scheduling a statement:
+// measured on the project's 2-core machine, 64 commit-log rows took about 3 ms as one
+// INSERT of bound parameters and 0.5 ms as one flush. After a failed append or flush the
+// appender is dropped, and the next commit opens a new one; the transaction is rolled
+// back either way.
 func (w *writer) insertCommitLog(ctx context.Context, plans []appendPlan) (err error) {
 	if w.commitLog == nil {
 		if err := w.conn.Raw(func(dc any) error {

@@ -29,11 +29,12 @@ var appenderTypes = map[Type]bool{
 // bufferRows hands the rows of t's commits among plans, each prefixed with its commit's
 // seq, to the writer's DuckDB appender for t, before the transaction begins; flushBuffered
 // writes them inside it. An appender appends without parsing, planning or scheduling a
-// statement, nor registering an Arrow view: for a small group that is most of the cost
-// of its rows (docs/design.md, "Measured facts about DuckDB"). It reports false, having
-// buffered nothing, when the rows are better staged as an Arrow view: more than one
-// DuckDB vector of them, a column type outside appenderTypes, or a value the appender
-// refuses (such as a timestamp outside the years it converts).
+// statement, nor registering an Arrow view: measured on the project's 2-core machine, a
+// 1-row commit's rows took about 1 ms of CPU as RegisterView and INSERT … SELECT and
+// 0.4 ms as one flush. It reports false, having buffered nothing, when the rows are
+// better staged as an Arrow view: more than one DuckDB vector of them, a column type
+// outside appenderTypes, or a value the appender refuses (such as a timestamp outside the
+// years it converts).
 func (w *writer) bufferRows(tx *writeTx, t *table, plans []appendPlan) bool {
 	var rows int64
 	for _, p := range plans {

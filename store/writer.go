@@ -412,10 +412,7 @@ func (w *writer) stageRows(tx *writeTx, t *table, plans []appendPlan) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	recs, err := coalesceSmall(recs)
-	if err != nil {
-		return fmt.Errorf("stage rows of %s: %w", t.name, err)
-	}
+	recs = coalesceSmall(recs)
 	view := ReservedPrefix + "_ingest_" + strconv.Itoa(len(tx.staged))
 	return w.conn.Raw(func(dc any) error {
 		ar, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
