@@ -243,13 +243,13 @@ func (s *benchSubscriber) readUntil(last int64) (arrivals []int64, evicted bool,
 // 64 concurrent clients (in a child process, so that the server's own CPU time is the
 // process's), each its own commit, seq and batch event; the server CPU per commit; and, in
 // the same run, the same rows as autocommit INSERTs into an in-process DuckDB file from as
-// many goroutines (what one would do without ducktail), with the ratio. The threads=1 case
-// runs DuckDB with one thread (--threads 1): on this 2-core machine DuckDB's executor
+// many goroutines (what one would do without ducktail), with the ratio. The threads=1 cases
+// run DuckDB with one thread (--threads 1): on this 2-core machine DuckDB's executor
 // otherwise spins waiting for its worker thread on every small statement.
 func BenchmarkCommitRate(b *testing.B) {
 	rec := loadFlights(b, 1)
 	body := jsonBody(rec, false)
-	for _, c := range []struct{ clients, threads int }{{1, 0}, {64, 0}, {64, 1}} {
+	for _, c := range []struct{ clients, threads int }{{1, 0}, {1, 1}, {64, 0}, {64, 1}} {
 		name := fmt.Sprintf("clients=%d", c.clients)
 		if c.threads > 0 {
 			name += fmt.Sprintf("/threads=%d", c.threads)

@@ -62,7 +62,7 @@ func (w *writer) maybeCheckpoint(ctx context.Context, idle bool) {
 		return
 	}
 	start := db.Now()
-	_, err := w.conn.ExecContext(ctx, "CHECKPOINT")
+	_, err := w.conn.ExecContext(ctx, "CHECKPOINT "+QuoteIdent(w.database))
 	if err != nil {
 		db.stats.checkpointsFailed.Add(1)
 		db.setCheckpointError(err.Error())

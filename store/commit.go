@@ -65,17 +65,17 @@ func (db *DB) Append(ctx context.Context, b Batch) (Commit, error) {
 	return res.commit, err
 }
 
-// checkRecord verifies that rec has exactly the fields of s.
+// checkRecord verifies that rec has exactly the fields of s (s.Arrow(), compared column by
+// column without building it).
 func checkRecord(rec arrow.RecordBatch, s *Schema) error {
-	want := s.Arrow()
 	got := rec.Schema()
-	if got.NumFields() != want.NumFields() {
-		return Errorf(CodeInvalid, "record has %d columns, table schema version %d has %d", got.NumFields(), s.Version, want.NumFields())
+	if got.NumFields() != len(s.Columns) {
+		return Errorf(CodeInvalid, "record has %d columns, table schema version %d has %d", got.NumFields(), s.Version, len(s.Columns))
 	}
-	for i := range want.Fields() {
-		if !arrow.TypeEqual(got.Field(i).Type, want.Field(i).Type) {
-			return &Error{Code: CodeInvalid, Column: want.Field(i).Name,
-				Message: fmt.Sprintf("record column type %s does not match table type %s", got.Field(i).Type, want.Field(i).Type)}
+	for i, c := range s.Columns {
+		if want := c.Type.Arrow(); !arrow.TypeEqual(got.Field(i).Type, want) {
+			return &Error{Code: CodeInvalid, Column: c.Name,
+				Message: fmt.Sprintf("record column type %s does not match table type %s", got.Field(i).Type, want)}
 		}
 	}
 	return nil

@@ -38,7 +38,7 @@ func (w *writer) lookupIdempotent(ctx context.Context, plans []appendPlan) (map[
 	}
 	found := map[string]idempotentCommit{}
 	for t, ks := range keys {
-		if err := lookupIdempotent(ctx, w.conn, t.id, t.name, ks, func(key string, c idempotentCommit) {
+		if err := lookupIdempotent(ctx, w.conn, w.database, t.id, t.name, ks, func(key string, c idempotentCommit) {
 			found[fmt.Sprintf("%d\x00%s", t.id, key)] = c
 		}); err != nil {
 			return nil, err
@@ -47,15 +47,16 @@ func (w *writer) lookupIdempotent(ctx context.Context, plans []appendPlan) (map[
 	return found, nil
 }
 
-// lookupIdempotent calls fn with each of keys that names a commit in table tableID.
-func lookupIdempotent(ctx context.Context, conn *sql.Conn, tableID int64, tableName string, keys []string, fn func(key string, c idempotentCommit)) error {
+// lookupIdempotent calls fn with each of keys that names a commit in table tableID. catalog
+// is the database file's catalog name: the writer's connection has another default.
+func lookupIdempotent(ctx context.Context, conn *sql.Conn, catalog string, tableID int64, tableName string, keys []string, fn func(key string, c idempotentCommit)) error {
 	args := []any{tableID}
 	for _, k := range keys {
 		args = append(args, k)
 	}
 	rows, err := conn.QueryContext(ctx, `
 		SELECT idempotency_key, activation::VARCHAR, seq, schema_version, rows, bytes, committed_at, request_hash
-		FROM ducktail_catalog.commits WHERE table_id = ? AND idempotency_key IN (?`+strings.Repeat(", ?", len(keys)-1)+`)`, args...)
+		FROM `+QuoteIdent(catalog)+`.ducktail_catalog.commits WHERE table_id = ? AND idempotency_key IN (?`+strings.Repeat(", ?", len(keys)-1)+`)`, args...)
 	if err != nil {
 		return fmt.Errorf("idempotency lookup: %w", err)
 	}
@@ -89,7 +90,7 @@ func (db *DB) IdempotentCommit(ctx context.Context, table, key string, requestHa
 	}
 	err = db.Read(ctx, func(tx *ReadTx) error {
 		var first *idempotentCommit
-		if err := lookupIdempotent(ctx, tx.conn, info.ID, info.Name, []string{key}, func(_ string, r idempotentCommit) { first = &r }); err != nil || first == nil {
+		if err := lookupIdempotent(ctx, tx.conn, db.writer.database, info.ID, info.Name, []string{key}, func(_ string, r idempotentCommit) { first = &r }); err != nil || first == nil {
 			return err
 		}
 		found = true

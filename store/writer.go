@@ -6,8 +6,8 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
-	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,10 +30,11 @@ type writer struct {
 	checkpoints checkpointState
 	// database is the catalog name DuckDB gives the database file.
 	database string
-	// commitLog holds the prepared commit-log INSERT for each number of rows it has
-	// written at once (at most MaxGroupCommits statements): parsing and planning the
-	// statement cost more than running it.
-	commitLog map[int]*sql.Stmt
+	// commitLog appends the commit log's rows (commitlog.go); nil until the first commit
+	// and after it failed.
+	commitLog *duckdb.Appender
+	// rowAppenders are the appenders of small groups' rows (rowappender.go), by table.
+	rowAppenders map[*table]*duckdb.Appender
 }
 
 // op is one queued write: an append (batch != nil) or a catalog change (ddl != nil).
@@ -56,12 +57,13 @@ type opResult struct {
 }
 
 // writeTx is the writer's connection inside one transaction, with the Arrow views staged
-// for it in the scratch database (stageRows): each is dropped and released after COMMIT or
-// ROLLBACK.
+// for it in the scratch database (stageRows): each is released after COMMIT or ROLLBACK.
 type writeTx struct {
 	conn     *sql.Conn
 	staged   []stagedRows
 	releases []func()
+	// buffered are the tables whose rows wait in the writer's appenders (bufferRows).
+	buffered []*table
 }
 
 // stagedRows is one table's rows of a group commit, registered as a scratch view.
@@ -93,12 +95,12 @@ func newWriter(ctx context.Context, db *DB) (*writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open writer connection: %w", err)
 	}
-	w := &writer{db: db, conn: conn, ops: make(chan *op, 1024), stopped: make(chan struct{}), commitLog: map[int]*sql.Stmt{}}
+	w := &writer{db: db, conn: conn, ops: make(chan *op, 1024), stopped: make(chan struct{}), rowAppenders: map[*table]*duckdb.Appender{}}
 	if err := conn.QueryRowContext(ctx, "SELECT current_database()").Scan(&w.database); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("open writer connection: %w", err)
 	}
-	if _, err := conn.ExecContext(ctx, "ATTACH IF NOT EXISTS ':memory:' AS "+QuoteIdent(scratchCatalog)); err != nil {
+	if _, err := conn.ExecContext(ctx, "ATTACH IF NOT EXISTS ':memory:' AS "+QuoteIdent(scratchCatalog)+"; USE "+QuoteIdent(scratchCatalog)); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("attach the scratch database: %w", err)
 	}
@@ -110,12 +112,29 @@ func newWriter(ctx context.Context, db *DB) (*writer, error) {
 // catalog is a catalog change, logged in the WAL, and DuckDB refuses every CHECKPOINT while
 // a read transaction older than a committed catalog change is open; in memory it is
 // neither. User SQL cannot name it: the sandbox reads only schema main of the file.
+//
+// It is the writer connection's default database, because RegisterView creates its view
+// in the default one: so staging rows costs no USE statement, and the writer names the
+// file's tables with the file's catalog (w.file), except in catalog changes (runDDL).
 const scratchCatalog = ReservedPrefix + "_scratch"
 
-func (w *writer) close() error {
-	for _, st := range w.commitLog {
-		st.Close()
+// file returns the schema-qualified name of an object of the database file, qualified by
+// the file's catalog as the writer connection must name it.
+func (w *writer) file(name string) string {
+	return QuoteIdent(w.database) + "." + name
+}
+
+// use makes catalog the writer connection's default database.
+func (w *writer) use(ctx context.Context, catalog string) error {
+	if _, err := w.conn.ExecContext(ctx, "USE "+QuoteIdent(catalog)); err != nil {
+		return fmt.Errorf("use %s: %w", catalog, err)
 	}
+	return nil
+}
+
+func (w *writer) close() error {
+	w.closeCommitLog()
+	w.dropRowAppenders()
 	return w.conn.Close()
 }
 
@@ -322,6 +341,9 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 		}
 	}
 	for _, t := range order {
+		if w.bufferRows(tx, t, plans) {
+			continue
+		}
 		if err := w.stageRows(tx, t, plans); err != nil {
 			return err
 		}
@@ -331,6 +353,9 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 	}
 	began = true
 	if err := w.insertRows(ctx, tx); err != nil {
+		return err
+	}
+	if err := w.flushBuffered(ctx, tx); err != nil {
 		return err
 	}
 	if err := w.insertCommitLog(ctx, plans); err != nil {
@@ -368,10 +393,11 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 // stageRows registers the rows of t's commits among plans (each batch prefixed with a
 // constant seq column, fields named by physical column) as one Arrow view in the scratch
 // database, before the transaction begins: DuckDB writes to one database per
-// transaction, and the view is a write to the scratch one. The view name is random, and
-// the view is dropped and released after COMMIT or ROLLBACK, never queried again
-// (docs/design.md, "Measured facts about DuckDB": a registered view scans once, and
-// querying it after its release crashes the process).
+// transaction, and the view is a write to the scratch one. The view is named by its place
+// among the transaction's staged views, and registering a name again replaces the view of
+// an earlier transaction: that view was released after its COMMIT or ROLLBACK and is never
+// queried again (docs/design.md, "Measured facts about DuckDB": a registered view scans
+// once, and querying it after its release crashes the process).
 func (w *writer) stageRows(tx *writeTx, t *table, plans []appendPlan) error {
 	var recs []arrow.RecordBatch
 	var viewSchema *arrow.Schema
@@ -386,15 +412,10 @@ func (w *writer) stageRows(tx *writeTx, t *table, plans []appendPlan) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	view := ReservedPrefix + "_ingest_" + randomHex(12)
+	recs = coalesceSmall(recs)
+	view := ReservedPrefix + "_ingest_" + strconv.Itoa(len(tx.staged))
 	return w.conn.Raw(func(dc any) error {
-		conn := dc.(driver.Conn)
-		ex := conn.(driver.ExecerContext)
-		// RegisterView creates its view in the connection's default database.
-		if _, err := ex.ExecContext(w.db.ctx, "USE "+QuoteIdent(scratchCatalog), nil); err != nil {
-			return fmt.Errorf("stage rows: %w", err)
-		}
-		ar, err := duckdb.NewArrowFromConn(conn)
+		ar, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
 		if err == nil {
 			var rdr array.RecordReader
 			if rdr, err = array.NewRecordReader(viewSchema, recs); err == nil {
@@ -404,9 +425,6 @@ func (w *writer) stageRows(tx *writeTx, t *table, plans []appendPlan) error {
 					tx.releases = append(tx.releases, release)
 				}
 			}
-		}
-		if _, uerr := ex.ExecContext(w.db.ctx, "USE "+QuoteIdent(w.database), nil); uerr != nil {
-			return errors.Join(err, fmt.Errorf("stage rows: %w", uerr))
 		}
 		if err != nil {
 			return fmt.Errorf("stage rows of %s: %w", t.name, err)
@@ -423,7 +441,7 @@ func (w *writer) insertRows(ctx context.Context, tx *writeTx) error {
 		for _, c := range st.t.schema.Columns {
 			cols = append(cols, QuoteIdent(physicalColumn(c.ID)))
 		}
-		insert := "INSERT INTO ducktail_data." + QuoteIdent(st.t.physical) + " (" + strings.Join(cols, ", ") +
+		insert := "INSERT INTO " + w.file("ducktail_data."+QuoteIdent(st.t.physical)) + " (" + strings.Join(cols, ", ") +
 			") SELECT * FROM " + QuoteIdent(scratchCatalog) + ".main." + QuoteIdent(st.view)
 		if _, err := tx.conn.ExecContext(ctx, insert); err != nil {
 			return fmt.Errorf("insert rows into %s: %w", st.t.name, err)
@@ -449,45 +467,6 @@ func withSeq(rec arrow.RecordBatch, seq int64, s *Schema) arrow.RecordBatch {
 		cols = append(cols, rec.Column(i))
 	}
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n))
-}
-
-// insertCommitLog writes one commit-log row per commit among plans, with one prepared
-// statement for all of them.
-func (w *writer) insertCommitLog(ctx context.Context, plans []appendPlan) error {
-	var args []any
-	n := 0
-	for _, p := range plans {
-		if p.err != nil || p.commit.Duplicate {
-			continue
-		}
-		n++
-		var key, hash any
-		if p.op.batch.IdempotencyKey != "" {
-			key, hash = p.op.batch.IdempotencyKey, p.op.batch.RequestHash
-		}
-		// The log records the commit's size as the larger of its request body and its
-		// decoded rows: a compressed Arrow body is far smaller than what it decodes to,
-		// and replay sizes its reads by this (CommitInfo.Bytes).
-		c := p.commit
-		args = append(args, c.Position.TableID, c.Position.Activation.String(), c.Position.Seq,
-			c.SchemaVersion, c.Rows, max(c.Bytes, RecordBytes(p.op.batch.Record)), c.CommittedAt, key, hash)
-	}
-	if n == 0 {
-		return nil
-	}
-	st := w.commitLog[n]
-	if st == nil {
-		var err error
-		query := "INSERT INTO ducktail_catalog.commits VALUES (?, ?::UUID, ?, ?, ?, ?, ?, ?, ?)" + strings.Repeat(", (?, ?::UUID, ?, ?, ?, ?, ?, ?, ?)", n-1)
-		if st, err = w.conn.PrepareContext(ctx, query); err != nil {
-			return fmt.Errorf("prepare the commit-log insert: %w", err)
-		}
-		w.commitLog[n] = st
-	}
-	if _, err := st.ExecContext(ctx, args...); err != nil {
-		return fmt.Errorf("insert into the commit log: %w", err)
-	}
-	return nil
 }
 
 func (w *writer) begin(ctx context.Context) error {
@@ -523,16 +502,14 @@ func (w *writer) rollback(tx *writeTx) {
 	w.release(tx)
 }
 
-// release drops tx's staged views, then runs the releases of their Arrow streams, after
-// COMMIT or ROLLBACK.
+// release runs the releases of tx's staged Arrow streams, after COMMIT or ROLLBACK. Their
+// views stay in the scratch database until a later transaction registers the same names
+// (stageRows), or the in-memory database goes at Close.
 func (w *writer) release(tx *writeTx) {
-	for _, st := range tx.staged {
-		// A view left behind is harmless (nothing queries it again) and goes with the
-		// in-memory database at Close, but it is logged.
-		if _, err := tx.conn.ExecContext(context.WithoutCancel(w.db.ctx), "DROP VIEW IF EXISTS "+QuoteIdent(scratchCatalog)+".main."+QuoteIdent(st.view)); err != nil {
-			w.db.Logger.Warn("could not drop a staged ingest view", "view", st.view, "err", err)
-		}
+	for _, t := range tx.buffered {
+		w.dropRowAppender(t) // rows of a transaction that did not reach its flush
 	}
+	tx.buffered = nil
 	tx.staged = nil
 	for _, r := range tx.releases {
 		r()
@@ -540,12 +517,24 @@ func (w *writer) release(tx *writeTx) {
 	tx.releases = nil
 }
 
-// runDDL runs one catalog change in its own transaction.
+// runDDL runs one catalog change in its own transaction, with the file as the writer
+// connection's default database, so that the change names the file's objects as every
+// other connection does.
 func (w *writer) runDDL(ctx context.Context, o *op) {
 	if err := o.ctx.Err(); err != nil {
 		o.done <- opResult{err: err}
 		return
 	}
+	w.dropRowAppenders()
+	if err := w.use(ctx, w.database); err != nil {
+		o.done <- opResult{err: err}
+		return
+	}
+	defer func() {
+		if err := w.use(context.WithoutCancel(ctx), scratchCatalog); err != nil {
+			w.db.Logger.Error("could not make the scratch database the writer's default again", "err", err)
+		}
+	}()
 	if err := w.begin(ctx); err != nil {
 		o.done <- opResult{err: err}
 		return
