@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,13 +89,17 @@ func startBulkServer(b *testing.B) *bulkServer {
 }
 
 // ingestFile runs `ducktail ingest TABLE FILE --create` against the server in a new
-// table and returns the table's name and the rows it holds.
-func (s *bulkServer) ingestFile(b *testing.B) (string, int64) {
+// table and returns the table's name, the rows it holds and the CPU time (user + system)
+// the CLI process used.
+func (s *bulkServer) ingestFile(b *testing.B) (string, int64, time.Duration) {
 	b.Helper()
 	s.tables++
 	table := fmt.Sprintf("flights_%d", s.tables)
 	path, _ := filepath.Abs(benchFlightsFile)
 	cmd := exec.Command(s.cli, "ingest", table, path, "--create", "--server", s.url, "--token", s.admin, "--ca-cert", s.cert)
+	if extra := os.Getenv("TMP_INGEST_ARGS"); extra != "" {
+		cmd.Args = append(cmd.Args, strings.Fields(extra)...)
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("ducktail ingest: %v\n%s", err, out)
 	}
@@ -103,7 +108,7 @@ func (s *bulkServer) ingestFile(b *testing.B) (string, int64) {
 		b.Fatal(err)
 	}
 	s.loaded = table
-	return table, info.Rows
+	return table, info.Rows, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
 // readSnapshot reads the table's Arrow IPC snapshot over HTTP and decodes every batch;
@@ -201,17 +206,24 @@ func duckdbArrowRead(b *testing.B, db *sql.DB) int64 {
 func BenchmarkBulk(b *testing.B) {
 	s := startBulkServer(b)
 	b.Run("load", func(b *testing.B) {
-		var ours, theirs time.Duration
+		var ours, theirs, serverCPU, cliCPU, duckdbCPU time.Duration
 		var rows int64
 		for range b.N {
-			start := time.Now()
-			_, n := s.ingestFile(b)
+			start, cpu := time.Now(), processCPU()
+			_, n, cli := s.ingestFile(b)
 			ours += time.Since(start)
+			serverCPU += processCPU() - cpu
+			cliCPU += cli
+			cpu = processCPU()
 			_, took := duckdbLoad(b)
+			duckdbCPU += processCPU() - cpu
 			theirs += took
 			rows += n
 		}
 		reportBulk(b, rows, ours, theirs)
+		b.ReportMetric(serverCPU.Seconds()/float64(b.N), "server-cpu-s/op")
+		b.ReportMetric(cliCPU.Seconds()/float64(b.N), "cli-cpu-s/op")
+		b.ReportMetric(duckdbCPU.Seconds()/float64(b.N), "duckdb-cpu-s/op")
 	})
 	b.Run("snapshot", func(b *testing.B) {
 		if s.loaded == "" {
@@ -219,20 +231,24 @@ func BenchmarkBulk(b *testing.B) {
 		}
 		db, _ := duckdbLoad(b)
 		b.ResetTimer()
-		var ours, theirs time.Duration
+		var ours, theirs, cpuOurs, cpuTheirs time.Duration
 		var rows int64
 		for range b.N {
-			start := time.Now()
+			start, cpu := time.Now(), processCPU()
 			n := s.readSnapshot(b, s.loaded)
 			ours += time.Since(start)
-			start = time.Now()
+			cpuOurs += processCPU() - cpu
+			start, cpu = time.Now(), processCPU()
 			if m := duckdbArrowRead(b, db); m != n {
 				b.Fatalf("DuckDB read %d rows, the snapshot %d", m, n)
 			}
 			theirs += time.Since(start)
+			cpuTheirs += processCPU() - cpu
 			rows += n
 		}
 		reportBulk(b, rows, ours, theirs)
+		b.ReportMetric(cpuOurs.Seconds()/float64(b.N), "cpu-s/op")
+		b.ReportMetric(cpuTheirs.Seconds()/float64(b.N), "duckdb-cpu-s/op")
 	})
 }
 
