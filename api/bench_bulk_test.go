@@ -26,14 +26,17 @@ import (
 
 // bulkServer is a ducktail server as `make run` runs it: TLS with a self-signed
 // certificate on loopback, HTTP/2 by ALPN, in this process (so that -cpuprofile profiles
-// it), with the CLI built from ../cmd/ducktail as its client.
+// it), with the CLI built from ../cmd/ducktail as its client. The same API also listens
+// in plaintext (HTTP/1.1), as behind a proxy that ends TLS.
 type bulkServer struct {
-	db     *store.DB
-	url    string
-	cert   string
-	admin  string
-	cli    string
-	client *http.Client
+	db    *store.DB
+	url   string
+	cert  string
+	admin string
+	cli   string
+	// client speaks HTTP/2 over TLS to url; plainURL is the plaintext listener's.
+	client   *http.Client
+	plainURL string
 	// loaded is the name of a table holding the flights file, "" until one is.
 	loaded string
 	tables int
@@ -76,7 +79,13 @@ func startBulkServer(b *testing.B) *bulkServer {
 	}
 	srv := api.NewHTTPServer(ln.Addr().String(), handler, false)
 	go srv.ServeTLS(ln, certFile, keyFile)
-	b.Cleanup(func() { srv.Close(); db.Close() })
+	plainLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	plain := api.NewHTTPServer(plainLn.Addr().String(), handler, true)
+	go plain.Serve(plainLn)
+	b.Cleanup(func() { srv.Close(); plain.Close(); db.Close() })
 	_, admin, err := db.CreateToken(context.Background(), store.PurposeAdmin, "", 0)
 	if err != nil {
 		b.Fatal(err)
@@ -85,7 +94,8 @@ func startBulkServer(b *testing.B) *bulkServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &bulkServer{db: db, url: "https://" + ln.Addr().String(), cert: certFile, admin: admin, cli: cli, client: client}
+	return &bulkServer{db: db, url: "https://" + ln.Addr().String(), cert: certFile, admin: admin, cli: cli,
+		client: client, plainURL: "http://" + plainLn.Addr().String()}
 }
 
 // ingestFile runs `ducktail ingest TABLE FILE --create` against the server in a new
@@ -111,14 +121,18 @@ func (s *bulkServer) ingestFile(b *testing.B) (string, int64, time.Duration) {
 	return table, info.Rows, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
-// readSnapshot reads the table's Arrow IPC snapshot over HTTP and decodes every batch;
-// it returns the rows read.
-func (s *bulkServer) readSnapshot(b *testing.B, table string) int64 {
+// readSnapshot reads the table's Arrow IPC snapshot over HTTP/2 with TLS, or with
+// plaintext over HTTP/1.1, and decodes every batch; it returns the rows read.
+func (s *bulkServer) readSnapshot(b *testing.B, table string, plaintext bool) int64 {
 	b.Helper()
-	req, _ := http.NewRequest("GET", s.url+"/v1/tables/"+table+"/snapshot", nil)
+	base, client := s.url, s.client
+	if plaintext {
+		base, client = s.plainURL, http.DefaultClient
+	}
+	req, _ := http.NewRequest("GET", base+"/v1/tables/"+table+"/snapshot", nil)
 	req.Header.Set("Authorization", "Bearer "+s.admin)
 	req.Header.Set("Accept", "application/vnd.apache.arrow.stream")
-	resp, err := s.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -199,10 +213,15 @@ func duckdbArrowRead(b *testing.B, db *sql.DB) int64 {
 //   - load: `ducktail ingest flights_N FILE --create` (the CLI, a child process, in
 //     commits of its default 100,000 rows over HTTP/2 with TLS) against DuckDB's
 //     `CREATE TABLE t AS SELECT * FROM read_parquet(FILE)` into a fresh DuckDB file;
-//   - snapshot: GET /v1/tables/flights_N/snapshot as an Arrow IPC stream, read and
-//     decoded by ipc.NewReader, against duckdb-go's Arrow reader over `SELECT * FROM t`.
+//   - snapshot: GET /v1/tables/flights_N/snapshot as an Arrow IPC stream over HTTP/2
+//     with TLS, read and decoded by ipc.NewReader (the client runs in this process),
+//     against duckdb-go's Arrow reader over `SELECT * FROM t`; snapshot-plaintext the
+//     same over plaintext HTTP/1.1.
 //
-// rows/s is ducktail's, duckdb-rows/s DuckDB's, ratio the first over the second.
+// rows/s is ducktail's, duckdb-rows/s DuckDB's, ratio the second's time over the first's;
+// the CPU seconds (user + system, of the server process, which also runs the snapshot's
+// client, and of the CLI process) say what each side costs whatever else the machine
+// runs.
 func BenchmarkBulk(b *testing.B) {
 	s := startBulkServer(b)
 	b.Run("load", func(b *testing.B) {
@@ -225,31 +244,37 @@ func BenchmarkBulk(b *testing.B) {
 		b.ReportMetric(cliCPU.Seconds()/float64(b.N), "cli-cpu-s/op")
 		b.ReportMetric(duckdbCPU.Seconds()/float64(b.N), "duckdb-cpu-s/op")
 	})
-	b.Run("snapshot", func(b *testing.B) {
-		if s.loaded == "" {
-			s.ingestFile(b)
+	for _, plaintext := range []bool{false, true} {
+		name := "snapshot"
+		if plaintext {
+			name = "snapshot-plaintext"
 		}
-		db, _ := duckdbLoad(b)
-		b.ResetTimer()
-		var ours, theirs, cpuOurs, cpuTheirs time.Duration
-		var rows int64
-		for range b.N {
-			start, cpu := time.Now(), processCPU()
-			n := s.readSnapshot(b, s.loaded)
-			ours += time.Since(start)
-			cpuOurs += processCPU() - cpu
-			start, cpu = time.Now(), processCPU()
-			if m := duckdbArrowRead(b, db); m != n {
-				b.Fatalf("DuckDB read %d rows, the snapshot %d", m, n)
+		b.Run(name, func(b *testing.B) {
+			if s.loaded == "" {
+				s.ingestFile(b)
 			}
-			theirs += time.Since(start)
-			cpuTheirs += processCPU() - cpu
-			rows += n
-		}
-		reportBulk(b, rows, ours, theirs)
-		b.ReportMetric(cpuOurs.Seconds()/float64(b.N), "cpu-s/op")
-		b.ReportMetric(cpuTheirs.Seconds()/float64(b.N), "duckdb-cpu-s/op")
-	})
+			db, _ := duckdbLoad(b)
+			b.ResetTimer()
+			var ours, theirs, cpuOurs, cpuTheirs time.Duration
+			var rows int64
+			for range b.N {
+				start, cpu := time.Now(), processCPU()
+				n := s.readSnapshot(b, s.loaded, plaintext)
+				ours += time.Since(start)
+				cpuOurs += processCPU() - cpu
+				start, cpu = time.Now(), processCPU()
+				if m := duckdbArrowRead(b, db); m != n {
+					b.Fatalf("DuckDB read %d rows, the snapshot %d", m, n)
+				}
+				theirs += time.Since(start)
+				cpuTheirs += processCPU() - cpu
+				rows += n
+			}
+			reportBulk(b, rows, ours, theirs)
+			b.ReportMetric(cpuOurs.Seconds()/float64(b.N), "cpu-s/op")
+			b.ReportMetric(cpuTheirs.Seconds()/float64(b.N), "duckdb-cpu-s/op")
+		})
+	}
 }
 
 func reportBulk(b *testing.B, rows int64, ours, theirs time.Duration) {

@@ -102,8 +102,8 @@ type Result struct {
 // CodeInvalid (unknown format), ctx errors, store errors. An error after head was called
 // means the body written so far is incomplete, although a truncated NDJSON, CSV or Arrow
 // body can look complete: the caller must abort the response, not end it normally.
-// DuckDB materializes one chunk of DefaultScanChunkRows rows at a time, so a snapshot of
-// any size streams with bounded memory.
+// DuckDB materializes one chunk of scanChunkRows rows at a time, so a snapshot of any
+// size streams with bounded memory.
 func (r *Reader) Table(ctx context.Context, table string, f Format, w io.Writer, head func(store.Position)) error {
 	return r.ShapedTable(ctx, table, ShapeSpec{}, store.TokenPolicy{}, f, w, func(p store.Position, _ store.ShapeTag) {
 		if head != nil {
@@ -137,7 +137,7 @@ func (r *Reader) ShapedTable(ctx context.Context, table string, spec ShapeSpec, 
 				return err
 			}
 		}
-		err = tx.ScanShaped(ctx, info, shape, store.DefaultScanChunkRows, func(rr array.RecordReader) error {
+		err = tx.ScanShaped(ctx, info, shape, scanChunkRows, func(rr array.RecordReader) error {
 			head(info.Head, shape.Tag())
 			var cursor []byte
 			if r.Cursor != nil {
@@ -170,6 +170,10 @@ func (r *Reader) ShapedTable(ctx context.Context, table string, spec ShapeSpec, 
 	}
 	return nil
 }
+
+// scanChunkRows is how many rows of a table a snapshot has DuckDB read at once: two of
+// its row groups, which DuckDB scans on two threads, where it scans one row group on one.
+const scanChunkRows = 2 * store.DefaultScanChunkRows
 
 // Query runs one SELECT, with params bound to its positional parameters (? or $1, $2, …;
 // the JSON values of a request: string, float64, json.Number, bool or nil), inside one
