@@ -367,6 +367,9 @@ type recordChunks struct {
 	off     int64
 	// rowBytes is the Arrow buffer bytes per row of cur, at least 1.
 	rowBytes int64
+	// lastBody is the size of the last chunk's body, which the next one is likely to
+	// have: its buffer is allocated at that size at once instead of growing to it.
+	lastBody int
 	// total is the file's row count when known (Parquet), else -1.
 	total int64
 	// file, for Arrow IPC, is the file the batches are read from, whose progress is
@@ -380,6 +383,7 @@ func (c *recordChunks) rowCount() int64 { return c.total }
 
 func (c *recordChunks) next() (chunk, error) {
 	var buf bytes.Buffer
+	buf.Grow(c.lastBody + c.lastBody/8)
 	w := ipc.NewWriter(&buf, ipc.WithSchema(c.schema))
 	n, size := 0, int64(0)
 	for n < c.rows {
@@ -427,6 +431,7 @@ func (c *recordChunks) next() (chunk, error) {
 	if n == 0 {
 		return chunk{}, io.EOF
 	}
+	c.lastBody = buf.Len()
 	return chunk{body: buf.Bytes(), contentType: "application/vnd.apache.arrow.stream", rows: n}, nil
 }
 
