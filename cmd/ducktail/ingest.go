@@ -46,8 +46,9 @@ const defaultChunkRows = 4 * 122_880
 
 // maxChunkBytes ends a chunk before --chunk-rows rows when its body (for Arrow and
 // Parquet files, its rows' Arrow buffers) reaches it, so that a file of wide rows is
-// still sent in bodies well under the server's default --max-body-bytes (256 MiB).
-const maxChunkBytes = 64 << 20
+// still sent in commits well under the server's default --max-body-bytes (256 MiB) and
+// the default size of a table's live log of commits (--max-buffered-bytes, 64 MiB).
+const maxChunkBytes = 32 << 20
 
 // chunkSource yields the chunks of one file in order; io.EOF after the last.
 type chunkSource interface {
@@ -79,7 +80,7 @@ command retries network errors, 429 and 503) is never committed twice.`,
 			return runIngest(cmd, c, args[0], args[1], fileReading{format: format, jsonPath: jsonPath, chunkRows: chunkRows}, create)
 		},
 	}
-	cmd.Flags().IntVar(&chunkRows, "chunk-rows", defaultChunkRows, "rows per commit (fewer when a commit's body would pass 64 MiB)")
+	cmd.Flags().IntVar(&chunkRows, "chunk-rows", defaultChunkRows, "rows per commit (fewer when a commit's body would pass 32 MiB)")
 	cmd.Flags().BoolVar(&create, "create", false, "create the table from the file's inferred schema when it does not exist")
 	cmd.Flags().StringVar(&format, "format", "", "csv, json, ndjson, arrow or parquet (default: from the file extension)")
 	cmd.Flags().StringVar(&jsonPath, "json-path", "", "for --format json: the array to ingest inside the document, as object keys joined by dots (features, for GeoJSON)")
