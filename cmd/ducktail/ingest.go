@@ -135,7 +135,7 @@ func sendChunks(cmd *cobra.Command, c *client, table, path string, src chunkSour
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	chunks := readAhead(ctx, src, bar)
+	chunks := readAhead(ctx, src, keyBase, bar)
 	var rows, commits int
 	var cursor string
 	start := time.Now()
@@ -148,7 +148,6 @@ func sendChunks(cmd *cobra.Command, c *client, table, path string, src chunkSour
 		if next.err != nil {
 			return fmt.Errorf("%s: %w", path, next.err)
 		}
-		sum := sha256.Sum256(append([]byte(keyBase+"\x00"+fmt.Sprint(i)+"\x00"), ch.body...))
 		query := ""
 		if create && i == 0 {
 			query = "?create=true"
@@ -157,7 +156,7 @@ func sendChunks(cmd *cobra.Command, c *client, table, path string, src chunkSour
 			Rows   int    `json:"rows"`
 			Cursor string `json:"cursor"`
 		}
-		if err := c.postWithRetry(ctx, tablePath(table, "/rows")+query, ch, hex.EncodeToString(sum[:16]), &res); err != nil {
+		if err := c.postWithRetry(ctx, tablePath(table, "/rows")+query, ch, next.key, &res); err != nil {
 			return fmt.Errorf("commit %d (rows %d–%d): %w", i+1, rows+1, rows+ch.rows, err)
 		}
 		rows += res.Rows
@@ -171,27 +170,32 @@ func sendChunks(cmd *cobra.Command, c *client, table, path string, src chunkSour
 	return nil
 }
 
-// readChunk is one chunk read ahead, or the error that ended reading; fileDone is the
-// bar's file progress once the chunk was read (ingestBar.fileDone).
+// readChunk is one chunk read ahead, or the error that ended reading; key is its
+// Idempotency-Key, fileDone the bar's file progress once it was read (ingestBar.fileDone).
 type readChunk struct {
 	chunk
+	key      string
 	fileDone int64
 	err      error
 }
 
-// readAhead reads the chunks of src in a goroutine, one ahead of the one being sent, and
-// closes the channel after the last chunk or the first error, or when ctx ends.
-func readAhead(ctx context.Context, src chunkSource, bar *ingestBar) <-chan readChunk {
+// readAhead reads the chunks of src in a goroutine, one ahead of the one being sent, each
+// with its Idempotency-Key: of keyBase, the chunk's index and its body. It closes the
+// channel after the last chunk or the first error, or when ctx ends.
+func readAhead(ctx context.Context, src chunkSource, keyBase string, bar *ingestBar) <-chan readChunk {
 	out := make(chan readChunk, 1)
 	go func() {
 		defer close(out)
-		for {
+		for i := 0; ; i++ {
 			ch, err := src.next()
 			if errors.Is(err, io.EOF) {
 				return
 			}
+			sum := sha256.New()
+			sum.Write([]byte(keyBase + "\x00" + fmt.Sprint(i) + "\x00"))
+			sum.Write(ch.body)
 			select {
-			case out <- readChunk{chunk: ch, fileDone: bar.fileDone(), err: err}:
+			case out <- readChunk{chunk: ch, key: hex.EncodeToString(sum.Sum(nil)[:16]), fileDone: bar.fileDone(), err: err}:
 			case <-ctx.Done():
 				return
 			}
