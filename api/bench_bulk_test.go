@@ -11,8 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,18 +40,16 @@ type bulkServer struct {
 	tables int
 }
 
-var buildCLI = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "ducktail-bench-cli")
-	if err != nil {
-		return "", err
-	}
+// buildCLI builds the ducktail command into dir and returns its path.
+func buildCLI(b *testing.B, dir string) string {
+	b.Helper()
 	bin := filepath.Join(dir, "ducktail")
 	out, err := exec.Command("go", "build", "-tags", "duckdb_arrow", "-o", bin, "../cmd/ducktail").CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build ../cmd/ducktail: %v\n%s", err, out)
+		b.Fatalf("go build ../cmd/ducktail: %v\n%s", err, out)
 	}
-	return bin, nil
-})
+	return bin
+}
 
 func startBulkServer(b *testing.B) *bulkServer {
 	b.Helper()
@@ -63,11 +59,8 @@ func startBulkServer(b *testing.B) *bulkServer {
 	if _, err := exec.LookPath("go"); err != nil {
 		b.Skip("the go command builds the CLI: " + err.Error())
 	}
-	cli, err := buildCLI()
-	if err != nil {
-		b.Fatal(err)
-	}
 	dir := b.TempDir()
+	cli := buildCLI(b, dir)
 	db, _, handler := openStack(b, filepath.Join(dir, "ducktail.duckdb"), options{})
 	certFile, keyFile, _, err := api.EnsureSelfSignedCert(filepath.Join(dir, "tls"), nil)
 	if err != nil {
@@ -107,9 +100,6 @@ func (s *bulkServer) ingestFile(b *testing.B) (string, int64, time.Duration) {
 	table := fmt.Sprintf("flights_%d", s.tables)
 	path, _ := filepath.Abs(benchFlightsFile)
 	cmd := exec.Command(s.cli, "ingest", table, path, "--create", "--server", s.url, "--token", s.admin, "--ca-cert", s.cert)
-	if extra := os.Getenv("TMP_INGEST_ARGS"); extra != "" {
-		cmd.Args = append(cmd.Args, strings.Fields(extra)...)
-	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("ducktail ingest: %v\n%s", err, out)
 	}
