@@ -201,8 +201,9 @@ func duckdbArrowRead(b *testing.B, db *sql.DB) int64 {
 // Parquet file, both sides in each iteration of the same run:
 //
 //   - load: `ducktail ingest flights_N FILE --create` (the CLI, a child process, in
-//     commits of its default 100,000 rows over HTTP/2 with TLS) against DuckDB's
-//     `CREATE TABLE t AS SELECT * FROM read_parquet(FILE)` into a fresh DuckDB file;
+//     commits of its default --chunk-rows over HTTP/2 with TLS, timed from its start
+//     to its exit) against DuckDB's `CREATE TABLE t AS SELECT * FROM
+//     read_parquet(FILE)` into a fresh DuckDB file;
 //   - snapshot: GET /v1/tables/flights_N/snapshot as an Arrow IPC stream over HTTP/2
 //     with TLS, read and decoded by ipc.NewReader (the client runs in this process),
 //     against duckdb-go's Arrow reader over `SELECT * FROM t`; snapshot-plaintext the
