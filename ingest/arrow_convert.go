@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -430,7 +431,54 @@ func toBytes(src arrow.Array, t store.Type, base int) (arrow.Array, error) {
 	if !ok || isUTF8 != (t == store.TypeVarchar) {
 		return nil, unsupported(src.DataType(), t)
 	}
+	if a, ok := narrowOffsets(src, t); ok {
+		return a, nil
+	}
 	return viaBuilder(src, t, base, func(i int) (string, bool) { return get(i), true })
+}
+
+// narrowOffsets converts a large_utf8 or large_binary array (int64 offsets, as Parquet
+// files written by pyarrow and pandas hold strings) to utf8 or binary (int32 offsets,
+// Arrow columnar format, "Variable-size Binary Layout") by rewriting its offsets only:
+// the values buffer and the validity bitmap are shared. It declines (false) an array
+// that is a slice, whose values pass 2 GiB, or, for VARCHAR, whose values are not all
+// valid UTF-8, which viaBuilder then converts value by value, locating the bad one. The
+// values of a VARCHAR array are valid UTF-8 each when their bytes together are and no
+// value starts inside a character (RFC 3629, section 3: continuation bytes are 0x80 to
+// 0xBF).
+func narrowOffsets(src arrow.Array, t store.Type) (arrow.Array, bool) {
+	var offs []int64
+	switch a := src.(type) {
+	case *array.LargeString:
+		offs = a.ValueOffsets()
+	case *array.LargeBinary:
+		offs = a.ValueOffsets()
+	default:
+		return nil, false
+	}
+	data := src.Data()
+	values := data.Buffers()[2]
+	first, last := offs[0], offs[len(offs)-1]
+	if data.Offset() != 0 || last-first > math.MaxInt32 || values == nil || last > int64(values.Len()) {
+		return nil, false
+	}
+	bytes := values.Bytes()[first:last]
+	if t == store.TypeVarchar && !utf8.Valid(bytes) {
+		return nil, false
+	}
+	narrow := make([]int32, len(offs))
+	for i, o := range offs {
+		narrow[i] = int32(o - first)
+		if t == store.TypeVarchar && o < last && !utf8.RuneStart(bytes[o-first]) {
+			return nil, false
+		}
+	}
+	buf := memory.SliceBuffer(values, int(first), int(last-first))
+	defer buf.Release()
+	out := array.NewData(t.Arrow(), data.Len(), []*memory.Buffer{data.Buffers()[0],
+		memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(narrow)), buf}, nil, data.NullN(), 0)
+	defer out.Release()
+	return array.MakeFromData(out), true
 }
 
 // materialize decodes a dictionary-encoded array into a plain array of its value type

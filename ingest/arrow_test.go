@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -375,5 +376,43 @@ func TestArrowMetadataVerifier(t *testing.T) {
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
 		t.Errorf("huge metadata length: allocated %d bytes", grew)
+	}
+}
+
+// largeUTF8 is a large_utf8 array of the given value bytes, offsets and validity (nil:
+// all valid), built from buffers so that its values may be invalid UTF-8.
+func largeUTF8(data string, offsets []int64, valid []byte) arrow.Array {
+	var bitmap *memory.Buffer
+	nulls := 0
+	if valid != nil {
+		bitmap = memory.NewBufferBytes(valid)
+		nulls = len(offsets) - 1 - bitutil.CountSetBits(valid, 0, len(offsets)-1)
+	}
+	d := array.NewData(arrow.BinaryTypes.LargeString, len(offsets)-1, []*memory.Buffer{bitmap,
+		memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(offsets)), memory.NewBufferBytes([]byte(data))}, nil, nulls, 0)
+	return array.MakeFromData(d)
+}
+
+// TestArrowLargeUTF8 covers large_utf8 to VARCHAR, whose offsets are narrowed with the
+// value bytes shared: values across batches, empty ones, NULLs whose slots hold bytes,
+// and values that are not UTF-8 each although their bytes together are.
+func TestArrowLargeUTF8(t *testing.T) {
+	rec, err := decodeArrow(t, "VARCHAR",
+		fromJSON(t, arrow.BinaryTypes.LargeString, `["", "é€", null]`),
+		largeUTF8("xxhiddenyz", []int64{2, 8, 9, 10}, []byte{0b110}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := column(t, rec, "c"), []string{"", "é€", "NULL", "NULL", "y", "z"}; !slices.Equal(got, want) {
+		t.Errorf("values = %q, want %q", got, want)
+	}
+	for _, bad := range []arrow.Array{
+		largeUTF8("\xc3\xa9", []int64{0, 1, 2}, nil),
+		largeUTF8("ok\xff", []int64{0, 2, 3}, nil),
+	} {
+		if rec, err := decodeArrow(t, "VARCHAR", fromJSON(t, arrow.BinaryTypes.LargeString, `["a"]`), bad); err == nil {
+			t.Errorf("values %q decoded to %q, want an error", bad.(*array.LargeString).ValueBytes(), column(t, rec, "c"))
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/ducktail/ducktail/store"
@@ -102,8 +103,8 @@ type Result struct {
 // CodeInvalid (unknown format), ctx errors, store errors. An error after head was called
 // means the body written so far is incomplete, although a truncated NDJSON, CSV or Arrow
 // body can look complete: the caller must abort the response, not end it normally.
-// DuckDB materializes one chunk of DefaultScanChunkRows rows at a time, so a snapshot of
-// any size streams with bounded memory.
+// DuckDB materializes one chunk of rows at a time (scanChunkRows), so a snapshot of any
+// size streams with bounded memory.
 func (r *Reader) Table(ctx context.Context, table string, f Format, w io.Writer, head func(store.Position)) error {
 	return r.ShapedTable(ctx, table, ShapeSpec{}, store.TokenPolicy{}, f, w, func(p store.Position, _ store.ShapeTag) {
 		if head != nil {
@@ -137,7 +138,7 @@ func (r *Reader) ShapedTable(ctx context.Context, table string, spec ShapeSpec, 
 				return err
 			}
 		}
-		err = tx.ScanShaped(ctx, info, shape, store.DefaultScanChunkRows, func(rr array.RecordReader) error {
+		err = tx.ScanShaped(ctx, info, shape, scanChunkRows(&info.Schema), func(rr array.RecordReader) error {
 			head(info.Head, shape.Tag())
 			var cursor []byte
 			if r.Cursor != nil {
@@ -169,6 +170,30 @@ func (r *Reader) ShapedTable(ctx context.Context, table string, spec ShapeSpec, 
 			slog.Duration(logKeyDuration, time.Since(start)))
 	}
 	return nil
+}
+
+// A snapshot has DuckDB read as many whole row groups (store.DefaultScanChunkRows rows)
+// of its table at once as take about scanChunkBytes, one at least and maxScanGroups at
+// most: DuckDB scans one row group on one thread, several on as many threads.
+const (
+	scanChunkBytes = 32 << 20
+	maxScanGroups  = 8
+)
+
+// scanChunkRows is the chunk size of a snapshot of a table of schema s, by the rule above,
+// its rows sized as DuckDB materializes them: a fixed-width value by its width, any other
+// by 16 bytes (a string's header; short strings are inline).
+func scanChunkRows(s *store.Schema) int64 {
+	width := int64(0)
+	for _, c := range s.Columns {
+		if fw, ok := c.Type.Arrow().(arrow.FixedWidthDataType); ok {
+			width += max(1, int64(fw.BitWidth()/8))
+		} else {
+			width += 16
+		}
+	}
+	groups := scanChunkBytes / max(1, width) / store.DefaultScanChunkRows
+	return min(max(groups, 1), maxScanGroups) * store.DefaultScanChunkRows
 }
 
 // Query runs one SELECT, with params bound to its positional parameters (? or $1, $2, …;

@@ -407,7 +407,7 @@ func (w *writer) stageRows(tx *writeTx, t *table, plans []appendPlan) error {
 		}
 		rec := withSeq(p.op.batch.Record, p.commit.Position.Seq, t.schema)
 		viewSchema = rec.Schema()
-		recs = append(recs, rec)
+		recs = append(recs, rowGroups(rec)...)
 	}
 	if len(recs) == 0 {
 		return nil

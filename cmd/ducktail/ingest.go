@@ -24,14 +24,30 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/spf13/cobra"
+
+	"github.com/ducktail/ducktail/store"
 )
 
-// chunk is one request body of an ingest: at most --chunk-rows rows, one commit.
+// chunk is one request body of an ingest: at most --chunk-rows rows and, give or take
+// a row or a CSV writer's buffer, maxChunkBytes bytes; one commit.
 type chunk struct {
 	body        []byte
 	contentType string
 	rows        int
 }
+
+// defaultChunkRows is --chunk-rows by default: four of DuckDB's 122,880-row row groups.
+// DuckDB writes the rows of a transaction that inserts more than one row group into a
+// table straight to the database file; smaller inserts go to its write-ahead log first,
+// and into the file again at the next checkpoint. Commits of four row groups take the
+// server about half the CPU time of commits of 100,000 rows (BenchmarkBulk, package api).
+const defaultChunkRows = 4 * 122_880
+
+// maxChunkBytes ends a chunk before --chunk-rows rows when its body (for Arrow and
+// Parquet files, its rows' Arrow buffers) reaches it, so that a file of wide rows is
+// still sent in commits well under the server's default --max-body-bytes (256 MiB) and
+// the default size of a table's live log of commits (--max-buffered-bytes, 64 MiB).
+const maxChunkBytes = 32 << 20
 
 // chunkSource yields the chunks of one file in order; io.EOF after the last.
 type chunkSource interface {
@@ -63,7 +79,7 @@ command retries network errors, 429 and 503) is never committed twice.`,
 			return runIngest(cmd, c, args[0], args[1], fileReading{format: format, jsonPath: jsonPath, chunkRows: chunkRows}, create)
 		},
 	}
-	cmd.Flags().IntVar(&chunkRows, "chunk-rows", 100_000, "rows per commit")
+	cmd.Flags().IntVar(&chunkRows, "chunk-rows", defaultChunkRows, "rows per commit (fewer when a commit's body would pass 32 MiB)")
 	cmd.Flags().BoolVar(&create, "create", false, "create the table from the file's inferred schema when it does not exist")
 	cmd.Flags().StringVar(&format, "format", "", "csv, json, ndjson, arrow or parquet (default: from the file extension)")
 	cmd.Flags().StringVar(&jsonPath, "json-path", "", "for --format json: the array to ingest inside the document, as object keys joined by dots (features, for GeoJSON)")
@@ -105,8 +121,9 @@ func runIngest(cmd *cobra.Command, c *client, table, path string, how fileReadin
 	return nil
 }
 
-// sendChunks commits every chunk of src to table, advancing bar after each commit, then
-// finishes the bar and prints the summary.
+// sendChunks commits every chunk of src to table, one at a time and in order, advancing
+// bar after each commit, then finishes the bar and prints the summary. The next chunk is
+// read and encoded while the server commits the one before.
 func sendChunks(cmd *cobra.Command, c *client, table, path string, src chunkSource, create bool, bar *ingestBar) error {
 	// Keys are bound to the table's current activation, so that re-sending the same file
 	// after a reset commits again, while retries within this run never do.
@@ -115,18 +132,21 @@ func sendChunks(cmd *cobra.Command, c *client, table, path string, src chunkSour
 	if err := c.doJSON("GET", tablePath(table), nil, &t); err == nil {
 		keyBase = t.Activation
 	}
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	chunks := readAhead(ctx, src, keyBase, bar)
 	var rows, commits int
 	var cursor string
 	start := time.Now()
 	for i := 0; ; i++ {
-		ch, err := src.next()
-		if errors.Is(err, io.EOF) {
+		next, ok := <-chunks
+		if !ok {
 			break
 		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+		ch := next.chunk
+		if next.err != nil {
+			return fmt.Errorf("%s: %w", path, next.err)
 		}
-		sum := sha256.Sum256(append([]byte(keyBase+"\x00"+fmt.Sprint(i)+"\x00"), ch.body...))
 		query := ""
 		if create && i == 0 {
 			query = "?create=true"
@@ -135,18 +155,55 @@ func sendChunks(cmd *cobra.Command, c *client, table, path string, src chunkSour
 			Rows   int    `json:"rows"`
 			Cursor string `json:"cursor"`
 		}
-		if err := c.postWithRetry(cmd.Context(), tablePath(table, "/rows")+query, ch, hex.EncodeToString(sum[:16]), &res); err != nil {
+		if err := c.postWithRetry(ctx, tablePath(table, "/rows")+query, ch, next.key, &res); err != nil {
 			return fmt.Errorf("commit %d (rows %d–%d): %w", i+1, rows+1, rows+ch.rows, err)
 		}
 		rows += res.Rows
 		commits++
 		cursor = res.Cursor
-		bar.committed(rows)
+		bar.committed(rows, next.fileDone)
 	}
 	bar.finish()
 	fmt.Fprintf(cmd.OutOrStdout(), "ingested %d rows in %d commits into %s in %s (%.0f rows/s)\ncursor %s\n",
 		rows, commits, table, time.Since(start).Round(time.Millisecond), float64(rows)/time.Since(start).Seconds(), cursor)
 	return nil
+}
+
+// readChunk is one chunk read ahead, or the error that ended reading; key is its
+// Idempotency-Key, fileDone the bar's file progress once it was read (ingestBar.fileDone).
+type readChunk struct {
+	chunk
+	key      string
+	fileDone int64
+	err      error
+}
+
+// readAhead reads the chunks of src in a goroutine, one ahead of the one being sent, each
+// with its Idempotency-Key: of keyBase, the chunk's index and its body. It closes the
+// channel after the last chunk or the first error, or when ctx ends.
+func readAhead(ctx context.Context, src chunkSource, keyBase string, bar *ingestBar) <-chan readChunk {
+	out := make(chan readChunk, 1)
+	go func() {
+		defer close(out)
+		for i := 0; ; i++ {
+			ch, err := src.next()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			sum := sha256.New()
+			sum.Write([]byte(keyBase + "\x00" + fmt.Sprint(i) + "\x00"))
+			sum.Write(ch.body)
+			select {
+			case out <- readChunk{chunk: ch, key: hex.EncodeToString(sum.Sum(nil)[:16]), fileDone: bar.fileDone(), err: err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out
 }
 
 // postWithRetry posts one chunk, retrying transport errors, 429 and 503 with backoff
@@ -252,7 +309,7 @@ func (c *csvChunks) next() (chunk, error) {
 	w := csv.NewWriter(&buf)
 	w.Write(c.header)
 	n := 0
-	for n < c.rows {
+	for n < c.rows && buf.Len() < maxChunkBytes {
 		rec, err := c.r.Read()
 		if errors.Is(err, io.EOF) {
 			break
@@ -287,7 +344,7 @@ func (c *ndjsonChunks) rowCount() int64 { return -1 }
 func (c *ndjsonChunks) next() (chunk, error) {
 	var buf bytes.Buffer
 	n := 0
-	for n < c.rows && c.sc.Scan() {
+	for n < c.rows && buf.Len() < maxChunkBytes && c.sc.Scan() {
 		line := bytes.TrimSpace(c.sc.Bytes())
 		if len(line) == 0 {
 			continue
@@ -312,6 +369,11 @@ type recordChunks struct {
 	rows    int
 	cur     arrow.RecordBatch
 	off     int64
+	// rowBytes is the Arrow buffer bytes per row of cur, at least 1.
+	rowBytes int64
+	// lastBody is the size of the last chunk's body, which the next one is likely to
+	// have: its buffer is allocated at that size at once instead of growing to it.
+	lastBody int
 	// total is the file's row count when known (Parquet), else -1.
 	total int64
 	// file, for Arrow IPC, is the file the batches are read from, whose progress is
@@ -325,8 +387,9 @@ func (c *recordChunks) rowCount() int64 { return c.total }
 
 func (c *recordChunks) next() (chunk, error) {
 	var buf bytes.Buffer
+	buf.Grow(c.lastBody + c.lastBody/8)
 	w := ipc.NewWriter(&buf, ipc.WithSchema(c.schema))
-	n := 0
+	n, size := 0, int64(0)
 	for n < c.rows {
 		if c.cur == nil || c.off >= c.cur.NumRows() {
 			if c.file != nil {
@@ -340,12 +403,20 @@ func (c *recordChunks) next() (chunk, error) {
 				return chunk{}, err
 			}
 			c.cur, c.off = rec, 0
+			c.rowBytes = max(1, store.RecordBytes(rec)/max(1, rec.NumRows()))
 			if c.file != nil {
 				c.recEnd = c.file.n
 			}
 			continue
 		}
-		take := min(int64(c.rows-n), c.cur.NumRows()-c.off)
+		take := min(int64(c.rows-n), c.cur.NumRows()-c.off, (maxChunkBytes-size)/c.rowBytes)
+		if take <= 0 {
+			if n > 0 {
+				break
+			}
+			take = 1
+		}
+		size += take * c.rowBytes
 		slice := c.cur.NewSlice(c.off, c.off+take)
 		err := w.Write(slice)
 		slice.Release()
@@ -364,6 +435,7 @@ func (c *recordChunks) next() (chunk, error) {
 	if n == 0 {
 		return chunk{}, io.EOF
 	}
+	c.lastBody = buf.Len()
 	return chunk{body: buf.Bytes(), contentType: "application/vnd.apache.arrow.stream", rows: n}, nil
 }
 

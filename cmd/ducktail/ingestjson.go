@@ -128,7 +128,7 @@ func (c *jsonChunks) rowCount() int64 { return -1 }
 func (c *jsonChunks) next() (chunk, error) {
 	var buf bytes.Buffer
 	n := 0
-	for n < c.rows && c.dec.More() {
+	for n < c.rows && buf.Len() < maxChunkBytes && c.dec.More() {
 		var raw json.RawMessage
 		if err := c.dec.Decode(&raw); err != nil {
 			return chunk{}, err

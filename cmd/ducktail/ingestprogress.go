@@ -92,16 +92,26 @@ func newIngestBar(w io.Writer, desc string, src chunkSource, f *countingFile, si
 }
 
 // committed moves the bar after a commit that brought the rows sent to rows, short of
-// the end: only finish fills it.
-func (b *ingestBar) committed(rows int) {
+// the end: only finish fills it. fileDone is the bar's file progress once the committed
+// chunk was read (fileDone), which a bar of bytes shows.
+func (b *ingestBar) committed(rows int, fileDone int64) {
 	if b == nil {
 		return
 	}
 	done := int64(rows)
 	if b.file != nil {
-		done = b.file.done()
+		done = fileDone
 	}
 	b.bar.Set64(min(done, b.total-1))
+}
+
+// fileDone is how far the ingest got through the file in bytes, for a bar of bytes, else
+// 0. It is called where the chunks are read, which is where the file is read from.
+func (b *ingestBar) fileDone() int64 {
+	if b == nil || b.file == nil {
+		return 0
+	}
+	return b.file.done()
 }
 
 // finish fills the bar and ends its line.
