@@ -111,6 +111,14 @@ cat <<'METHOD'
   four per write here); what remains per delivery is that write's share (the loopback
   TCP send, which also runs the receiver's side, about a third of the CPU), the wake-up
   of the session, and the per-commit encoding shared by all subscribers.
+- **`BenchmarkBulk/{load,snapshot,snapshot-plaintext}`**: the 3M-row flights Parquet
+  file. load = `ducktail ingest --create` run as a process over HTTP/2 with TLS (chunks of
+  four DuckDB row groups, the next read while the server commits the one before), against
+  DuckDB's `CREATE TABLE … AS SELECT * FROM read_parquet(…)` into a fresh file in the same
+  run. snapshot = the Arrow IPC snapshot read and decoded over HTTP/2 with TLS
+  (snapshot-plaintext: HTTP/1.1 without TLS), against duckdb-go's Arrow read of the same
+  rows. ratio = DuckDB's time ÷ ducktail's; CPU seconds of server, CLI and DuckDB from
+  `getrusage`.
 - **`BenchmarkIdleSubscriberHeap`**: 10,000 idle SSE streams opened by a child process
   (so that client memory is not counted); heap-B/subscriber = growth of the server's
   `HeapAlloc` after GC ÷ 10,000; stack-B/subscriber is the goroutine stacks, reported
