@@ -89,8 +89,10 @@ func newMetrics(reg *prometheus.Registry, db *store.DB, hub *stream.Hub) *metric
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
-	for _, c := range storeCollectors(db) {
-		f(c)
+	if db != nil { // a stream node has no store
+		for _, c := range storeCollectors(db) {
+			f(c)
+		}
 	}
 	for _, c := range replayCollectors(hub) {
 		f(c)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -317,5 +318,23 @@ func TestStreamNodeCursorBeyondRetention(t *testing.T) {
 	}
 	if st, _ := (&client{t: t, base: n.base, token: c.token}).do("GET", "/v1/tables/t/stream", "", ""); st != http.StatusNotFound {
 		t.Fatalf("a dropped table on the node: %d", st)
+	}
+}
+
+// TestStreamNodeMetrics scrapes a stream node's /metrics: its own JetStream path and
+// stream metrics, and no store metrics (it has no store).
+func TestStreamNodeMetrics(t *testing.T) {
+	ns := newNATS(t, "n1", 0)
+	ns.start()
+	w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), connect(t, ns.url()), 0, 1, nil)
+	n := openNode(t, ns.url(), w.http.base)
+	resp, err := http.Get(n.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "ducktail_stream_") || strings.Contains(string(body), "ducktail_store_") {
+		t.Fatalf("a stream node's /metrics: %d\n%s", resp.StatusCode, body)
 	}
 }
