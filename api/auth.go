@@ -40,7 +40,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 
 // checkToken authenticates secret and takes one request from its rate limit.
 func (s *Server) checkToken(w http.ResponseWriter, secret string) (store.Token, error) {
-	tok, err := s.db.Authenticate(secret)
+	tok, err := s.backend.Authenticate(secret)
 	if err != nil {
 		s.metrics.authFailures.WithLabelValues(authFailureReason(err)).Inc()
 		if store.ErrorCode(err) == store.CodeUnauthorized {

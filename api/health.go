@@ -9,11 +9,12 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz: GET /readyz answers 200 when the store answers a read, and 503 while it does
-// not or while the server drains (readiness).
+// readyz: GET /readyz answers 200 when the backend answers (the store a read, a stream
+// node's JetStream a request), and 503 while it does not or while the server drains
+// (readiness).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	if err := s.db.Ping(r.Context()); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "store: " + err.Error()})
+	if err := s.backend.Ping(r.Context()); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": s.backendName() + ": " + err.Error()})
 		return
 	}
 	if s.hub.Draining() {

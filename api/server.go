@@ -66,7 +66,9 @@ type Config struct {
 // Server is the ducktail HTTP API. It implements http.Handler.
 type Server struct {
 	cfg     Config
-	db      *store.DB
+	db      *store.DB // nil on a stream node (NewStreamNode)
+	backend Backend
+	writer  *url.URL // a stream node's writer (NewStreamNode)
 	hub     *stream.Hub
 	reader  *snapshot.Reader
 	codec   *store.Cursors
@@ -85,6 +87,16 @@ var _ http.Handler = (*Server)(nil)
 
 // NewServer returns the API over db, hub and reader, with cfg's zero fields defaulted.
 func NewServer(cfg Config, db *store.DB, hub *stream.Hub, reader *snapshot.Reader) *Server {
+	s := newServer(cfg, hub, db)
+	s.db, s.reader, s.codec = db, reader, db.Cursors()
+	s.router = s.routes()
+	s.walkMethods()
+	return s
+}
+
+// newServer returns the parts of a Server that the writer and a stream node share, with
+// cfg's zero fields defaulted; db is nil on a stream node.
+func newServer(cfg Config, hub *stream.Hub, backend Backend) *Server {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -112,15 +124,19 @@ func NewServer(cfg Config, db *store.DB, hub *stream.Hub, reader *snapshot.Reade
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	s := &Server{
-		cfg: cfg, db: db, hub: hub, reader: reader, codec: db.Cursors(), log: cfg.Logger,
+	db, _ := backend.(*store.DB)
+	return &Server{
+		cfg: cfg, backend: backend, hub: hub, log: cfg.Logger,
 		metrics: newMetrics(cfg.Registry, db, hub),
 		limits:  newTokenLimiters(cfg.RateLimit, cfg.RateBurst),
 
 		snapshots: make(chan struct{}, cfg.MaxSnapshots),
 		queries:   make(chan struct{}, cfg.MaxQueries),
 	}
-	s.router = s.routes()
+}
+
+// walkMethods records the methods of each route, for the Allow header of 405s.
+func (s *Server) walkMethods() {
 	s.methods = map[string][]string{}
 	chi.Walk(s.router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		route = strings.TrimSuffix(route, "/")
@@ -128,7 +144,6 @@ func NewServer(cfg Config, db *store.DB, hub *stream.Hub, reader *snapshot.Reade
 		slices.Sort(s.methods[route])
 		return nil
 	})
-	return s
 }
 
 // ServeHTTP implements http.Handler.

@@ -82,12 +82,21 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 		s.refuseStream(w, r, "shape", err)
 		return
 	}
+	if s.reader == nil {
+		// A stream node: shapes are filtered where the rows are.
+		if spec.Where != "" || spec.Columns != nil || !policyOn(tok, table).Empty() {
+			s.redirectToWriter(w, r)
+			return
+		}
+	}
 	// The shape is checked and compiled before the stream starts: a bad predicate is a
 	// 400 (docs/design.md, "Shapes and policies").
-	shape, err := s.reader.Shape(r.Context(), table, spec, policyOn(tok, table))
-	if err != nil {
-		s.refuseStream(w, r, string(store.ErrorCode(err)), err)
-		return
+	var shape *store.Shape
+	if s.reader != nil {
+		if shape, err = s.reader.Shape(r.Context(), table, spec, policyOn(tok, table)); err != nil {
+			s.refuseStream(w, r, string(store.ErrorCode(err)), err)
+			return
+		}
 	}
 	framing := negotiateFraming(r.Header.Get("Accept"))
 	sess, err := s.hub.Subscribe(stream.SubscribeRequest{Table: table, Token: tok, Framing: framing, Encoding: encoding, Cursor: cursor, Shape: shape})

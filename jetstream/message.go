@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 
@@ -154,4 +156,68 @@ func publishedFrom(h nats.Header) (published, error) {
 		}
 	}
 	return p, nil
+}
+
+// decodeCommit decodes a commit message's data, the Arrow IPC stream commitMessage wrote,
+// into one record batch of schema (its batches concatenated when there are several).
+// Errors: data that is not such a stream, or whose schema is not schema's.
+func decodeCommit(data []byte, schema *store.Schema) (arrow.RecordBatch, error) {
+	r, err := ipc.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	defer r.Release()
+	want := schema.Arrow()
+	if !r.Schema().Equal(want) {
+		return nil, fmt.Errorf("the payload's schema %s is not schema version %d's", r.Schema(), schema.Version)
+	}
+	var recs []arrow.RecordBatch
+	defer func() {
+		for _, rec := range recs {
+			rec.Release()
+		}
+	}()
+	for r.Next() {
+		rec := r.RecordBatch()
+		rec.Retain()
+		recs = append(recs, rec)
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if len(recs) == 1 {
+		rec := recs[0]
+		rec.Retain()
+		return rec, nil
+	}
+	cols := make([]arrow.Array, len(want.Fields()))
+	var rows int64
+	for _, rec := range recs {
+		rows += rec.NumRows()
+	}
+	for i := range cols {
+		parts := make([]arrow.Array, len(recs))
+		for j, rec := range recs {
+			parts[j] = rec.Column(i)
+		}
+		if len(parts) == 0 {
+			b := array.NewBuilder(memory.DefaultAllocator, want.Field(i).Type)
+			cols[i] = b.NewArray()
+			b.Release()
+			continue
+		}
+		col, err := array.Concatenate(parts, memory.DefaultAllocator)
+		if err != nil {
+			for _, c := range cols[:i] {
+				c.Release()
+			}
+			return nil, err
+		}
+		cols[i] = col
+	}
+	rec := array.NewRecordBatch(want, cols, rows)
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec, nil
 }

@@ -37,7 +37,12 @@ func (p *Publisher) sendCommit(ctx context.Context, table string, pos store.Posi
 }
 
 // sendSchema publishes a schema version of the activation at pos and records it.
+// The version is put in the catalog bucket first, so that a stream node that reads a
+// commit of it finds it there.
 func (p *Publisher) sendSchema(ctx context.Context, table string, pos store.Position, schema *store.Schema) error {
+	if err := p.putJSON(ctx, schemaKey(pos.TableID, pos.Activation, schema.Version), schema); err != nil {
+		return err
+	}
 	m, id, err := schemaMessage(p.SubjectPrefix, table, pos, schema)
 	if err != nil {
 		return err
@@ -50,8 +55,12 @@ func (p *Publisher) sendSchema(ctx context.Context, table string, pos store.Posi
 }
 
 // sendEnded publishes the end of the activation at pos; the table's next messages belong
-// to next (uuid.Nil after a drop).
+// to next (uuid.Nil after a drop). The ended activation is put in the catalog bucket first,
+// so that a stream node judges its cursors as the writer does.
 func (p *Publisher) sendEnded(ctx context.Context, table string, pos store.Position, reason string, next uuid.UUID) error {
+	if err := p.putJSON(ctx, activationKey(pos.TableID, pos.Activation), activationEntry{Table: table, Head: pos.Seq, Reason: reason}); err != nil {
+		return err
+	}
 	if err := p.send(ctx, endedMessage(p.SubjectPrefix, table, pos, reason, next), pos.Activation.String()+".end"); err != nil {
 		return err
 	}
@@ -61,7 +70,7 @@ func (p *Publisher) sendEnded(ctx context.Context, table string, pos store.Posit
 
 // catchUpAll reads the commit log of every live table for what the stream lacks, then
 // publishes every revoked token again (a revocation is idempotent; the duplicate window
-// drops a recent one).
+// drops a recent one), then makes the catalog bucket match the store.
 func (p *Publisher) catchUpAll(ctx context.Context) error {
 	for _, info := range p.db.Tables() {
 		if err := p.catchUp(ctx, info.Name); err != nil {
@@ -75,7 +84,7 @@ func (p *Publisher) catchUpAll(ctx context.Context) error {
 			}
 		}
 	}
-	return nil
+	return p.syncCatalog(ctx)
 }
 
 // catchUp publishes, from the commit log, what table name's subject lacks: the end of an

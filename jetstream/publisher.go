@@ -62,6 +62,7 @@ type Publisher struct {
 	behind atomic.Bool
 
 	js     njs.JetStream
+	kv     njs.KeyValue // the catalog bucket (catalog.go)
 	db     *store.DB
 	state  map[int64]published // the worker's only
 	cancel context.CancelFunc
@@ -142,7 +143,7 @@ func (p *Publisher) Stats() Stats {
 }
 
 func (p *Publisher) run(ctx context.Context) {
-	if !p.retry(ctx, "create the stream", p.ensureStream) {
+	if !p.retry(ctx, "create the stream", p.ensureStream) || !p.retry(ctx, "create the catalog bucket", p.ensureCatalog) {
 		return
 	}
 	p.behind.Store(true)
@@ -195,8 +196,16 @@ func (p *Publisher) retry(ctx context.Context, what string, fn func(context.Cont
 }
 
 // handle publishes one queued event, or reads the commit log instead when the event is
-// not the next one the stream lacks.
+// not the next one the stream lacks, then updates the catalog bucket.
 func (p *Publisher) handle(ctx context.Context, e store.Event) error {
+	if err := p.publishEvent(ctx, e); err != nil {
+		return err
+	}
+	return p.catalogAfter(ctx, e)
+}
+
+// publishEvent puts e on its subject.
+func (p *Publisher) publishEvent(ctx context.Context, e store.Event) error {
 	switch e := e.(type) {
 	case store.CommitEvent:
 		st, err := p.stateOf(ctx, e.Position.TableID)
@@ -222,6 +231,20 @@ func (p *Publisher) handle(ctx context.Context, e store.Event) error {
 			return p.catchUp(ctx, e.TableName)
 		}
 		return p.sendSchema(ctx, e.TableName, e.Position, e.Schema)
+	case store.ActivationStarted:
+		// Its first schema version, at seq 0: a stream node finds a table's activation
+		// on its subject before the first commit.
+		st, err := p.stateOf(ctx, e.Position.TableID)
+		if err != nil {
+			return err
+		}
+		switch {
+		case st.activation == e.Position.Activation && st.version >= e.Schema.Version:
+			return nil
+		case st.activation != e.Position.Activation || st.seq != 0:
+			return p.catchUp(ctx, e.TableName)
+		}
+		return p.sendSchema(ctx, e.TableName, e.Position, e.Schema)
 	case store.ActivationEnded:
 		st, err := p.stateOf(ctx, e.Position.TableID)
 		if err != nil {
@@ -236,6 +259,9 @@ func (p *Publisher) handle(ctx context.Context, e store.Event) error {
 		}
 		return p.sendEnded(ctx, e.TableName, e.Position, e.Reason, e.NewActivation)
 	case store.TokenRevoked:
+		if err := p.putJSON(ctx, tokenKeyPrefix+e.TokenID, entryOf(e.Token)); err != nil {
+			return err
+		}
 		return p.send(ctx, revokedMessage(p.SubjectPrefix, e.TokenID), "revoked."+e.TokenID)
 	}
 	return nil

@@ -66,6 +66,11 @@ type Cursors struct{ key []byte }
 // bytes). Servers use DB.Cursors; this is for a codec with a known key, as in tests.
 func NewCursors(key []byte) *Cursors { return &Cursors{key: key} }
 
+// Key returns the codec's key. A writer shares it with its stream nodes (package
+// jetstream), which must encode the same cursors; anyone holding it can forge cursors
+// of any position, so it travels only to them.
+func (c *Cursors) Key() []byte { return c.key }
+
 // Cursors returns the codec of this database's cursors, keyed by its cursor key, which is
 // made at the first Open and kept in the catalog so that cursors stay valid across
 // restarts (docs/design.md, "The cursor"). It is nil before Open.

@@ -42,7 +42,7 @@ func (db *DB) CreateTable(ctx context.Context, name string, specs []ColumnSpec) 
 			return nil, nil, nil, err
 		}
 		apply := func() { db.tables[FoldName(name)] = t }
-		return apply, nil, t, nil
+		return apply, []Event{t.started()}, t, nil
 	})
 	if err != nil {
 		return TableInfo{}, err
@@ -130,7 +130,7 @@ func (db *DB) ResetTable(ctx context.Context, name string) (TableInfo, error) {
 		ended := ActivationEnded{TableName: old.name, Reason: ReasonTableReset, NewActivation: t.activation,
 			Position: Position{TableID: old.id, Activation: old.activation, Seq: old.head}}
 		apply := func() { db.tables[FoldName(name)] = t }
-		return apply, []Event{ended}, t, nil
+		return apply, []Event{ended, t.started()}, t, nil
 	})
 	if err != nil {
 		return TableInfo{}, err

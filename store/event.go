@@ -17,7 +17,8 @@ type Publisher interface {
 }
 
 // Event is one durable change handed to the Publisher: a CommitEvent, SchemaEvent,
-// ActivationEnded or TokenRevoked, each a value; no other type implements it.
+// ActivationStarted, ActivationEnded, TokenCreated or TokenRevoked, each a value; no
+// other type implements it.
 type Event interface {
 	event()
 }
@@ -63,16 +64,39 @@ type ActivationEnded struct {
 	NewActivation uuid.UUID
 }
 
+// ActivationStarted says a table has a new, empty activation: the table was created, or
+// reset (after the ActivationEnded of the activation it replaces). Streams have nothing
+// to deliver for it; a stream node's catalog learns of the table from it (package
+// jetstream, docs/scaling.md).
+type ActivationStarted struct {
+	TableName string
+	CreatedAt time.Time
+	// Position is the new activation's head, seq 0.
+	Position Position
+	// Schema is the activation's first schema version.
+	Schema *Schema
+}
+
+// TokenCreated says a token was created; Token carries its secret's hash
+// (Token.SecretHash), never the secret.
+type TokenCreated struct {
+	Token Token
+}
+
 // TokenRevoked says a token was revoked.
 type TokenRevoked struct {
 	// TokenID names the revoked token.
 	TokenID string
+	// Token is the token as revoked, RevokedAt set.
+	Token Token
 }
 
-func (CommitEvent) event()     {}
-func (SchemaEvent) event()     {}
-func (ActivationEnded) event() {}
-func (TokenRevoked) event()    {}
+func (CommitEvent) event()       {}
+func (SchemaEvent) event()       {}
+func (ActivationEnded) event()   {}
+func (ActivationStarted) event() {}
+func (TokenCreated) event()      {}
+func (TokenRevoked) event()      {}
 
 type nopPublisher struct{}
 

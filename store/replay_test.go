@@ -121,8 +121,8 @@ func TestReadCommitsProjectsEachCommitWithItsOwnSchema(t *testing.T) {
 	for _, e := range rec.all() {
 		kinds = append(kinds, fmt.Sprintf("%T", e))
 	}
-	const c, s = "store.CommitEvent", "store.SchemaEvent"
-	wantKinds := fmt.Sprint([]string{c, c, s, c, s, s, c, s, c})
+	const a, c, s = "store.ActivationStarted", "store.CommitEvent", "store.SchemaEvent"
+	wantKinds := fmt.Sprint([]string{a, c, c, s, c, s, s, c, s, c})
 	if fmt.Sprint(kinds) != wantKinds {
 		t.Fatalf("event kinds = %v, want %v", kinds, wantKinds)
 	}

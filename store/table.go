@@ -58,6 +58,12 @@ func (t *table) info() TableInfo {
 	}
 }
 
+// started is the ActivationStarted of t's activation, before its first commit.
+func (t *table) started() ActivationStarted {
+	return ActivationStarted{TableName: t.name, CreatedAt: t.createdAt, Schema: t.schema,
+		Position: Position{TableID: t.id, Activation: t.activation}}
+}
+
 // Table returns the live table named name (case-insensitive, as DuckDB resolves names)
 // from the in-memory catalog. The writer updates it after each commit or catalog change
 // and before publishing the change, so a subscriber registered with the publisher before

@@ -38,11 +38,14 @@ func TestCreateAppendRead(t *testing.T) {
 		}
 	}
 	evs := rec.all()
-	if len(evs) != 2 {
+	if len(evs) != 3 {
 		t.Fatalf("events = %+v", evs)
 	}
-	e0, ok0 := evs[0].(store.CommitEvent)
-	e1, ok1 := evs[1].(store.CommitEvent)
+	if st, ok := evs[0].(store.ActivationStarted); !ok || st.Position != info.Head || st.Schema.Version != 1 || st.TableName != "weather" {
+		t.Fatalf("first event = %+v, want the activation's start", evs[0])
+	}
+	e0, ok0 := evs[1].(store.CommitEvent)
+	e1, ok1 := evs[2].(store.CommitEvent)
 	if !ok0 || !ok1 || e0.Position.Seq != 1 || e1.Position.Seq != 2 {
 		t.Fatalf("events = %+v", evs)
 	}
@@ -114,8 +117,8 @@ func TestIdempotencyKey(t *testing.T) {
 	if n := len(readColumn(t, db, "SELECT temp_max FROM weather")); n != 2 {
 		t.Fatalf("rows = %d, want 2", n)
 	}
-	if n := len(rec.all()); n != 1 {
-		t.Fatalf("published %d events, want 1", n)
+	if evs := rec.all(); len(evs) != 2 {
+		t.Fatalf("published %d events, want the table's start and one commit", len(evs))
 	}
 }
 
@@ -145,7 +148,13 @@ func TestConcurrentAppendsGetContiguousSeqsPublishedInOrder(t *testing.T) {
 	}
 	wg.Wait()
 	next := map[string]int64{"weather": 1, "other": 1}
-	for _, ev := range rec.all() {
+	evs := rec.all()
+	for _, ev := range evs[:2] {
+		if _, ok := ev.(store.ActivationStarted); !ok {
+			t.Fatalf("event %+v, want the tables' starts first", ev)
+		}
+	}
+	for _, ev := range evs[2:] {
 		e, ok := ev.(store.CommitEvent)
 		if !ok {
 			t.Fatalf("event %+v, want only commits", ev)
@@ -182,9 +191,12 @@ func TestResetAndDropEndActivation(t *testing.T) {
 		t.Fatalf("first seq after reset = %d, want 1", c.Position.Seq)
 	}
 	evs := rec.all()
-	ended, ok := evs[1].(store.ActivationEnded)
+	ended, ok := evs[2].(store.ActivationEnded)
 	if !ok || ended.Reason != store.ReasonTableReset || ended.Position.Activation != before.Head.Activation || ended.Position.Seq != 1 {
 		t.Fatalf("reset event = %+v", ended)
+	}
+	if st, ok := evs[3].(store.ActivationStarted); !ok || st.Position != after.Head || ended.NewActivation != after.Head.Activation {
+		t.Fatalf("after the reset's end = %+v, want the new activation's start", evs[3])
 	}
 	if err := db.DropTable(ctx, "weather"); err != nil {
 		t.Fatal(err)

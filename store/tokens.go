@@ -164,7 +164,7 @@ func (db *DB) CreatePolicyToken(ctx context.Context, purpose Purpose, table stri
 			t.ID, t.secretHash, string(t.Purpose), scope, t.CreatedAt, expires, where, columns); err != nil {
 			return nil, nil, nil, err
 		}
-		return func() { db.tokens[t.ID] = t }, nil, nil, nil
+		return func() { db.tokens[t.ID] = t }, []Event{TokenCreated{Token: t}}, nil, nil
 	})
 	if err != nil {
 		return Token{}, "", err
@@ -218,7 +218,7 @@ func (db *DB) RevokeToken(ctx context.Context, id string) error {
 		if err := tx.exec(ctx, `UPDATE ducktail_catalog.tokens SET revoked_at = ? WHERE id = ?`, t.RevokedAt, id); err != nil {
 			return nil, nil, nil, err
 		}
-		return func() { db.tokens[id] = t }, []Event{TokenRevoked{TokenID: id}}, nil, nil
+		return func() { db.tokens[id] = t }, []Event{TokenRevoked{TokenID: id, Token: t}}, nil, nil
 	})
 	return err
 }
@@ -227,13 +227,23 @@ func (db *DB) RevokeToken(ctx context.Context, id string) error {
 // with the stored hash in constant time. Errors (inside an *Error): ErrTokenMalformed,
 // ErrTokenUnknown, ErrTokenExpired, ErrTokenRevoked.
 func (db *DB) Authenticate(secret string) (Token, error) {
+	return AuthenticateWith(func(id string) (Token, bool) {
+		db.mu.RLock()
+		defer db.mu.RUnlock()
+		t, ok := db.tokens[id]
+		return t, ok
+	}, secret, db.Now())
+}
+
+// AuthenticateWith is Authenticate over tokens kept elsewhere (a stream node's copy of the
+// writer's, package jetstream): lookup returns the token of an id, with its secret's hash
+// (WithSecretHash), and whether there is one; now decides expiry. Errors: Authenticate's.
+func AuthenticateWith(lookup func(id string) (Token, bool), secret string, now time.Time) (Token, error) {
 	id, sec, ok := splitToken(secret)
 	if !ok {
 		return Token{}, &Error{Code: CodeInvalid, Message: "malformed token", Err: ErrTokenMalformed}
 	}
-	db.mu.RLock()
-	t, found := db.tokens[id]
-	db.mu.RUnlock()
+	t, found := lookup(id)
 	hash := sha256.Sum256([]byte(sec))
 	want := t.secretHash
 	if !found {
@@ -245,10 +255,21 @@ func (db *DB) Authenticate(secret string) (Token, error) {
 	if !t.RevokedAt.IsZero() {
 		return Token{}, &Error{Code: CodeUnauthorized, Message: "token revoked", Err: ErrTokenRevoked}
 	}
-	if t.Expired(db.Now()) {
+	if t.Expired(now) {
 		return Token{}, &Error{Code: CodeUnauthorized, Message: "token expired", Err: ErrTokenExpired}
 	}
 	return t, nil
+}
+
+// SecretHash returns the SHA-256 of t's secret, as the store keeps it; nil for a token
+// not read from a store or a copy of one.
+func (t Token) SecretHash() []byte { return t.secretHash }
+
+// WithSecretHash returns t with the SHA-256 of its secret set to hash: a token copied from
+// the writer (TokenCreated, SecretHash) that AuthenticateWith can check secrets against.
+func (t Token) WithSecretHash(hash []byte) Token {
+	t.secretHash = hash
+	return t
 }
 
 // splitToken splits "dt_<16 hex id>_<52 base32 secret>".

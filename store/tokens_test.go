@@ -56,8 +56,31 @@ func TestTokenLifecycle(t *testing.T) {
 		t.Fatalf("revoked: %v", err)
 	}
 	evs := rec.all()
-	if len(evs) != 1 || evs[0] != (store.TokenRevoked{TokenID: adminTok.ID}) {
+	if len(evs) != 3 {
+		t.Fatalf("events = %+v, want two TokenCreated and a TokenRevoked", evs)
+	}
+	for _, e := range evs[:2] {
+		if c, ok := e.(store.TokenCreated); !ok || len(c.Token.SecretHash()) != 32 {
+			t.Fatalf("event = %+v, want a TokenCreated with the secret's hash", e)
+		}
+	}
+	if r, ok := evs[2].(store.TokenRevoked); !ok || r.TokenID != adminTok.ID || r.Token.RevokedAt.IsZero() {
 		t.Fatalf("events = %+v", evs)
+	}
+	// A copy of the tokens, as a stream node keeps them, authenticates the same way.
+	copied := map[string]store.Token{}
+	lookup := func(id string) (store.Token, bool) { c, ok := copied[id]; return c, ok }
+	created := evs[1].(store.TokenCreated).Token
+	copied[created.ID] = store.Token{ID: created.ID, Purpose: created.Purpose}.WithSecretHash(created.SecretHash())
+	if got, err := store.AuthenticateWith(lookup, admin, now); err != nil || got.ID != adminTok.ID {
+		t.Fatalf("AuthenticateWith over a copy of the token = %+v, %v", got, err)
+	}
+	if _, err := store.AuthenticateWith(lookup, forged, now); !errors.Is(err, store.ErrTokenUnknown) {
+		t.Fatalf("AuthenticateWith, another secret: %v", err)
+	}
+	copied[created.ID] = evs[2].(store.TokenRevoked).Token
+	if _, err := store.AuthenticateWith(lookup, admin, now); !errors.Is(err, store.ErrTokenRevoked) {
+		t.Fatalf("AuthenticateWith over a copy of the revoked token: %v", err)
 	}
 	if len(db.Tokens()) != 2 {
 		t.Fatalf("Tokens() = %d, want 2", len(db.Tokens()))

@@ -253,6 +253,8 @@ func (h *Hub) Publish(e store.Event) {
 		table = e.Position.TableID
 	case store.ActivationEnded:
 		table = e.Position.TableID
+	case store.ActivationStarted, store.TokenCreated:
+		return // nothing to deliver: a new activation has no subscriber yet
 	}
 	h.mu.Lock()
 	log := h.logs[table]

@@ -39,6 +39,9 @@ const DefaultDrainTimeout = 10 * time.Second
 // Main is the ducktail server process (docs/design.md, "Code conventions"): set the
 // fields (ParseFlags-style, by the serve command or a test), then Run, then Close.
 type Main struct {
+	// Role is RoleWriter (the default: the DuckDB file, every endpoint) or RoleStream
+	// (a stream node: streams from JetStream, the rest proxied to WriterURL).
+	Role      string
 	DataDir   string
 	Addr      string
 	Plaintext bool
@@ -53,8 +56,11 @@ type Main struct {
 	Hub    *stream.Hub
 	Reader *snapshot.Reader
 	API    api.Config
-	// NATS, when its URL is set, publishes every commit to JetStream (docs/scaling.md).
-	NATS   natsConfig
+	// NATS, when its URL is set, publishes every commit to JetStream (docs/scaling.md);
+	// a stream node reads them from it.
+	NATS natsConfig
+	// Node configures a stream node (Role RoleStream).
+	Node   nodeConfig
 	Logger *slog.Logger
 	// Out receives the one-time admin token banner.
 	Out io.Writer
@@ -73,6 +79,7 @@ type Main struct {
 // NewMain returns a Main with the defaults of every part.
 func NewMain() *Main {
 	return &Main{
+		Role:         RoleWriter,
 		DataDir:      "./data",
 		Addr:         ":8443",
 		DrainTimeout: DefaultDrainTimeout,
@@ -91,6 +98,13 @@ func NewMain() *Main {
 func (m *Main) Run(ctx context.Context) error {
 	if err := os.MkdirAll(m.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
+	}
+	switch m.Role {
+	case RoleWriter:
+	case RoleStream:
+		return m.runNode(ctx)
+	default:
+		return fmt.Errorf("--role %q: use %s or %s", m.Role, RoleWriter, RoleStream)
 	}
 	m.Store.Path = filepath.Join(m.DataDir, databaseFile)
 	if m.NATS.URL != "" {
@@ -112,7 +126,13 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.ensureAdminToken(ctx); err != nil {
 		return err
 	}
-	m.http = api.NewHTTPServer(m.Addr, m.stack.Handler, m.Plaintext)
+	return m.listen(m.stack.Handler, "data_dir", m.DataDir)
+}
+
+// listen serves handler on Addr, with TLS unless Plaintext (the self-signed certificate
+// under DataDir when none is given), and logs the URL with attrs.
+func (m *Main) listen(handler http.Handler, attrs ...any) error {
+	m.http = api.NewHTTPServer(m.Addr, handler, m.Plaintext)
 	m.http.ErrorLog = slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn)
 	cert, key := m.TLSCert, m.TLSKey
 	if !m.Plaintext {
@@ -146,7 +166,7 @@ func (m *Main) Run(ctx context.Context) error {
 	} else {
 		go func() { m.served <- m.http.ServeTLS(ln, cert, key) }()
 	}
-	m.Logger.Info("ducktail serving", "url", m.URL, "data_dir", m.DataDir, "version", version)
+	m.Logger.Info("ducktail serving", append([]any{"url", m.URL, "role", m.Role, "version", version}, attrs...)...)
 	return nil
 }
 
@@ -238,8 +258,11 @@ func (m *Main) Close(ctx context.Context) error {
 		}
 	}
 	m.NATS.close()
+	m.Node.close()
 	if m.stack != nil {
 		errs = append(errs, m.stack.Close())
+	} else if m.Role == RoleStream {
+		errs = append(errs, m.Hub.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -279,6 +302,7 @@ func newServeCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&m.Role, "role", m.Role, "writer (the DuckDB file, every endpoint) or stream (a stream node: streams from NATS JetStream, the rest proxied to --writer-url; docs/scaling.md)")
 	f.StringVar(&m.DataDir, "data-dir", m.DataDir, "directory of the DuckDB file, the admin token and the self-signed certificate")
 	f.StringVar(&m.Addr, "addr", m.Addr, "listen address")
 	f.BoolVar(&m.Plaintext, "plaintext", false, "serve HTTP/1.1 and h2c without TLS (behind a proxy, in tests)")
@@ -292,5 +316,6 @@ func newServeCommand() *cobra.Command {
 	addReaderFlags(f, m.Reader)
 	addAPIFlags(f, &m.API)
 	addNATSFlags(f, &m.NATS)
+	addNodeFlags(f, &m.Node)
 	return cmd
 }

@@ -1,0 +1,236 @@
+package jetstream_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ducktail/ducktail/api"
+	"github.com/ducktail/ducktail/internal/ssetest"
+	"github.com/ducktail/ducktail/jetstream"
+	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/stream"
+)
+
+// node is a stream node in this process: a Source over the writer's stream and catalog,
+// a Hub over it, and the node's HTTP API on loopback.
+type node struct {
+	src  *jetstream.Source
+	hub  *stream.Hub
+	base string
+}
+
+func openNode(t testing.TB, natsURL, writerURL string) *node {
+	t.Helper()
+	src := jetstream.NewSource()
+	src.Logger = quiet
+	hub := stream.NewHub(src)
+	hub.Logger = quiet
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := src.Start(ctx, connect(t, natsURL), hub); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Open(); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(writerURL)
+	srv := httptest.NewServer(api.NewStreamNode(api.NodeConfig{Config: api.Config{RateLimit: -1, Logger: quiet}, Writer: u}, src, hub))
+	t.Cleanup(func() {
+		srv.Close()
+		hub.Close()
+		src.Close()
+	})
+	return &node{src: src, hub: hub, base: srv.URL}
+}
+
+// sub is one SSE subscriber, reading the wire bytes with the WHATWG parser.
+type sub struct {
+	t    testing.TB
+	resp *http.Response
+	p    *ssetest.Parser
+}
+
+func subscribe(t testing.TB, base, path, token, cursor string) *sub {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+path, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	if cursor != "" {
+		req.Header.Set("Last-Event-ID", cursor)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d", path, resp.StatusCode)
+	}
+	s := &sub{t: t, resp: resp, p: ssetest.NewParser(resp.Body)}
+	t.Cleanup(func() { resp.Body.Close() })
+	return s
+}
+
+// next returns the next event that is not a heartbeat.
+func (s *sub) next() ssetest.Event {
+	s.t.Helper()
+	for {
+		ev, err := s.p.Next()
+		if err != nil {
+			s.t.Fatalf("stream ended: %v", err)
+		}
+		if ev.Event != "heartbeat" {
+			return ev
+		}
+	}
+}
+
+// batches reads n batch events and returns the values of their first column, in order.
+func (s *sub) batches(n int) []string {
+	s.t.Helper()
+	var got []string
+	for len(got) < n {
+		ev := s.next()
+		if ev.Event != "batch" {
+			s.t.Fatalf("event %q %s, want batch", ev.Event, ev.Data)
+		}
+		var b struct {
+			Rows [][]any `json:"rows"`
+		}
+		if err := json.Unmarshal([]byte(ev.Data), &b); err != nil {
+			s.t.Fatalf("batch %s: %v", ev.Data, err)
+		}
+		for _, r := range b.Rows {
+			got = append(got, fmt.Sprint(r[0]))
+		}
+	}
+	return got
+}
+
+func nums(from, to int) []string {
+	var out []string
+	for i := from; i <= to; i++ {
+		out = append(out, fmt.Sprint(i))
+	}
+	return out
+}
+
+// TestStreamNodeServesTheWritersStream runs a writer publishing to JetStream and a stream
+// node reading it, in one process: a subscriber on the node gets every commit after its
+// baseline once, in order; a cursor of the node resumes on the node, and a snapshot's
+// cursor from the writer (through the node's proxy) hands off exactly; a shaped stream is
+// redirected to the writer; a revocation on the writer ends the node's stream; a reset
+// reaches the node's subscriber as on the writer.
+func TestStreamNodeServesTheWritersStream(t *testing.T) {
+	ns := newNATS(t, "n1", 0)
+	ns.start()
+	w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), connect(t, ns.url()), 0, 1, nil)
+	c := w.http
+	c.must(201, "POST", "/v1/tables", "application/json", `{"name":"t","columns":[{"name":"n","type":"BIGINT"}]}`)
+	ingest := func(from, to int) {
+		for i := from; i <= to; i++ {
+			c.must(201, "POST", "/v1/tables/t/rows", "application/x-ndjson", fmt.Sprintf(`{"n":%d}`, i))
+		}
+	}
+	ingest(1, 3)
+	_, secret, err := w.stack.Store.CreateToken(context.Background(), store.PurposeStream, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := openNode(t, ns.url(), c.base)
+	codec := w.stack.Store.Cursors()
+
+	live := subscribe(t, n.base, "/v1/tables/t/stream?encoding=json", secret, "")
+	schema := live.next()
+	if schema.Event != "schema" {
+		t.Fatalf("first event %q, want schema", schema.Event)
+	}
+	if p, err := codec.Decode(schema.ID); err != nil || p.Seq < 3 {
+		t.Fatalf("baseline cursor %q: %+v %v, want seq >= 3 in the writer's codec", schema.ID, p, err)
+	}
+	base, _ := codec.Decode(schema.ID)
+	ingest(4, 8)
+	if got := live.batches(8 - int(base.Seq)); strings.Join(got, ",") != strings.Join(nums(int(base.Seq)+1, 8), ",") {
+		t.Fatalf("live on the node: %v", got)
+	}
+
+	// A resume on the node from seq 5 replays 6..8 from JetStream, then goes live.
+	at5 := codec.Encode(store.Position{TableID: base.TableID, Activation: base.Activation, Seq: 5})
+	resumed := subscribe(t, n.base, "/v1/tables/t/stream?encoding=json", secret, at5)
+	if ev := resumed.next(); ev.Event != "schema" {
+		t.Fatalf("resume: first event %q", ev.Event)
+	}
+	ingest(9, 9)
+	if got := resumed.batches(4); strings.Join(got, ",") != "6,7,8,9" {
+		t.Fatalf("resumed on the node: %v", got)
+	}
+
+	// Snapshot through the node (proxied to the writer), then stream on the node from its
+	// cursor.
+	req, _ := http.NewRequest("GET", n.base+"/v1/tables/t/snapshot", nil)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "application/x-ndjson")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("snapshot through the node: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	cursor := resp.Header.Get(api.CursorHeader)
+	ingest(10, 11)
+	handoff := subscribe(t, n.base, "/v1/tables/t/stream?encoding=json", secret, cursor)
+	handoff.next() // schema
+	if got := handoff.batches(2); strings.Join(got, ",") != "10,11" {
+		t.Fatalf("hand-off from the writer's snapshot: %v", got)
+	}
+
+	// A shaped stream is the writer's.
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ = http.NewRequest("GET", n.base+"/v1/tables/t/stream?where=n%3E3", nil)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	resp, err = noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusTemporaryRedirect || loc != c.base+"/v1/tables/t/stream?where=n%3E3" {
+		t.Fatalf("shaped stream on the node: %d %q", resp.StatusCode, loc)
+	}
+
+	// A reset on the writer reaches the node's subscriber.
+	c.must(200, "POST", "/v1/tables/t/reset", "", "")
+	for _, s := range []*sub{live, resumed, handoff} {
+		ev := s.next()
+		for ev.Event == "batch" {
+			ev = s.next()
+		}
+		if ev.Event != "refresh-required" || !strings.Contains(ev.Data, store.ReasonTableReset) {
+			t.Fatalf("after the reset: %q %s", ev.Event, ev.Data)
+		}
+	}
+
+	// A revocation on the writer ends the node's stream, and the node refuses the token.
+	again := subscribe(t, n.base, "/v1/tables/t/stream?encoding=json", secret, "")
+	again.next() // schema
+	tok, _ := w.stack.Store.Authenticate(secret)
+	c.must(204, "DELETE", "/v1/tokens/"+tok.ID, "", "")
+	if ev := again.next(); ev.Event != "failure" || !strings.Contains(ev.Data, "token_revoked") {
+		t.Fatalf("after the revocation: %q %s", ev.Event, ev.Data)
+	}
+	req, _ = http.NewRequest("GET", n.base+"/v1/tables/t/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a revoked token on the node: %d", resp.StatusCode)
+	}
+}
