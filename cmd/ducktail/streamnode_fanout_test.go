@@ -12,12 +12,12 @@ func TestNodesFanOut(t *testing.T) {
 	tp := startTopology(t, topologyConfig{})
 	w := tp.client(tp.writer)
 	start := w.createTable(t, "t")
-	_, token := w.streamToken(t, "t")
+	_, token := tp.streamToken(t, w, "t")
 	subs := subscribe(t, spread(200, "sub", "t", token, start, false, tp.nodes...)...)
 	waitStarted(t, subs)
 	for _, s := range subs {
-		if seq := cursorSeq(s.connections[0].firstID); seq != 0 {
-			t.Fatalf("%s: opened before any commit, its stream starts at seq %d", s.name, seq)
+		if seq := s.startSeq(); seq != 0 {
+			t.Fatalf("opened before any commit, its stream starts at seq %d: %s", seq, s)
 		}
 	}
 	l := newLedger()

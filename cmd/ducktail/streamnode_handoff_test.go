@@ -23,7 +23,7 @@ func TestNodesSnapshotHandOff(t *testing.T) {
 	w := tp.client(tp.writer)
 	servers := append([]*serveProcess{tp.writer}, tp.nodes...)
 	w.createTable(t, "t")
-	_, token := w.streamToken(t, "t")
+	_, token := tp.streamToken(t, w, "t")
 	l := newLedger()
 	produced := make(chan error, 1)
 	go func() { produced <- produce(l, []apiClient{w}, "t", 2, 30, 0) }()

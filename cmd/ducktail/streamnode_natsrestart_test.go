@@ -10,7 +10,7 @@ func TestNodesNATSServerRestart(t *testing.T) {
 	tp := startTopology(t, topologyConfig{})
 	w := tp.client(tp.writer)
 	start := w.createTable(t, "t")
-	_, token := w.streamToken(t, "t")
+	_, token := tp.streamToken(t, w, "t")
 	subs := subscribe(t, spread(40, "sub", "t", token, start, false, tp.nodes...)...)
 	waitStarted(t, subs)
 	l := newLedger()

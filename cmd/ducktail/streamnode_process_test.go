@@ -81,9 +81,15 @@ func startServe(t testing.TB, name string, env []string, args ...string) *serveP
 	return p
 }
 
-// lastLines returns the last n lines of s.
+// lastLines returns the last n lines of s, leaving out the log lines of requests
+// answered with 2xx.
 func lastLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
+	var lines []string
+	for l := range strings.SplitSeq(s, "\n") {
+		if !strings.Contains(l, "msg=request") || !strings.Contains(l, " status=2") {
+			lines = append(lines, l)
+		}
+	}
 	if len(lines) > n {
 		lines = append([]string{fmt.Sprintf("… (%d lines before)", len(lines)-n)}, lines[len(lines)-n:]...)
 	}

@@ -15,7 +15,7 @@ func TestNodesResetAndDrop(t *testing.T) {
 	w := tp.client(tp.writer)
 	servers := append([]*serveProcess{tp.writer}, tp.nodes...)
 	start := w.createTable(t, "t")
-	_, token := w.streamToken(t, "t")
+	_, token := tp.streamToken(t, w, "t")
 
 	first := subscribe(t, spread(12, "first", "t", token, start, false, servers...)...)
 	waitStarted(t, first)

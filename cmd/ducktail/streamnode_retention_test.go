@@ -19,7 +19,7 @@ func TestNodesCursorBeyondRetention(t *testing.T) {
 	w := tp.client(tp.writer)
 	node := tp.nodes[0]
 	w.createTable(t, "t")
-	_, token := w.streamToken(t, "t")
+	_, token := tp.streamToken(t, w, "t")
 	l := newLedger()
 	first := w.mustIngest(t, l, "t", 0, 1)
 	w.mustIngest(t, l, "t", 0, 2)

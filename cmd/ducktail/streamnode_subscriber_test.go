@@ -281,6 +281,16 @@ func (s *subscriber) lastSeq() (int64, bool) {
 	return seq, s.ended
 }
 
+// startSeq returns the seq of the first event of the first stream, -1 before one.
+func (s *subscriber) startSeq() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.connections) == 0 {
+		return -1
+	}
+	return cursorSeq(s.connections[0].firstID)
+}
+
 // String describes the subscriber's state for a failure message.
 func (s *subscriber) String() string {
 	s.mu.Lock()

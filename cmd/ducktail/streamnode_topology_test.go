@@ -147,3 +147,31 @@ func checkAll(t testing.TB, subs []*subscriber, want []commit) {
 		checkExactly(t, s, want)
 	}
 }
+
+// streamToken creates a stream token for table through c and waits until every stream
+// node accepts it: a node learns tokens from the writer's catalog in JetStream, and the
+// moment before it does is TestNodesNewTokenIsValidAtOnce's, not the other scenarios'.
+func (tp *topology) streamToken(t testing.TB, c apiClient, table string) (id, secret string) {
+	t.Helper()
+	id, secret = c.streamToken(t, table)
+	for _, n := range tp.nodes {
+		waitUntil(t, time.Minute, n.name+" to accept a new token", func() bool { return streamStatus(n.URL, table, secret) == http.StatusOK })
+	}
+	return id, secret
+}
+
+// streamStatus opens a stream of table on server with token in Authorization and
+// returns the status of the answer (0 when none came), closing it at once.
+func streamStatus(server, table, token string) int {
+	req, err := http.NewRequest("GET", server+"/v1/tables/"+table+"/stream", nil)
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := nodesHTTP.Do(req)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}

@@ -16,7 +16,7 @@ func TestNodesKill9WriterBeforePublish(t *testing.T) {
 	w := tp.client(tp.writer)
 	start := w.createTable(t, "t")
 	tableID := cursorTableID(start)
-	_, token := w.streamToken(t, "t")
+	_, token := tp.streamToken(t, w, "t")
 	onNodes := spread(20, "node-sub", "t", token, start, true, tp.nodes...)
 	onWriter := spread(4, "writer-sub", "t", token, start, false, tp.writer)
 	subs := subscribe(t, append(onNodes, onWriter...)...)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func TestNodesRevokedToken(t *testing.T) {
 	w := tp.client(tp.writer)
 	servers := append([]*serveProcess{tp.writer}, tp.nodes...)
 	start := w.createTable(t, "t")
-	id, token := tp.client(tp.nodes[1]).streamToken(t, "t")
+	id, token := tp.streamToken(t, tp.client(tp.nodes[1]), "t")
 	subs := subscribe(t, spread(12, "sub", "t", token, start, false, servers...)...)
 	waitStarted(t, subs)
 	l := newLedger()
@@ -50,5 +51,28 @@ func TestNodesRevokedToken(t *testing.T) {
 				t.Errorf("%s, by path %v: status %d, want 401 (%s)", p.name, byPath, s.status, s)
 			}
 		}
+	}
+}
+
+// TestNodesNewTokenIsValidAtOnce creates stream tokens on the writer and opens a stream
+// with each on a stream node right after the writer's 201: the writer has given the
+// token out, so every node must accept it (read your writes), not answer 401 because its
+// copy of the catalog lags.
+func TestNodesNewTokenIsValidAtOnce(t *testing.T) {
+	tp := startTopology(t, topologyConfig{})
+	w := tp.client(tp.writer)
+	w.createTable(t, "t")
+	tp.streamToken(t, w, "t")
+	var refused []string
+	const tokens = 10
+	for i := range tokens {
+		_, token := w.streamToken(t, "t")
+		node := tp.nodes[i%2]
+		if status := streamStatus(node.URL, "t", token); status != http.StatusOK {
+			refused = append(refused, fmt.Sprintf("%s: %d", node.name, status))
+		}
+	}
+	if len(refused) > 0 {
+		t.Errorf("%d of %d tokens refused by a stream node right after the writer created them: %v", len(refused), tokens, refused)
 	}
 }
