@@ -372,31 +372,32 @@ func waitFor(t testing.TB, subs []*subscriber, what string, cond func(*subscribe
 	}
 }
 
-// checkExactly fails the test unless s received exactly the commits of want after the
-// seq it started from, each once, in seq order, with its cursor and rows, and nothing
-// else, and unless every connection began with a schema event at the position it
-// started or resumed from.
-func checkExactly(t testing.TB, s *subscriber, want []commit) {
-	t.Helper()
+// checkExactly returns what is wrong with what s received, nil when it received exactly
+// the commits of want after the seq it started from, each once, in seq order, with its
+// cursor and rows, and nothing else, every connection beginning with a schema event at
+// the position it started or resumed from, and the server did nothing else amiss.
+func checkExactly(s *subscriber, want []commit) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var errs []string
+	errorf := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	if len(s.problems) > 0 {
-		t.Errorf("%s: %q", s.name, s.problems)
+		errorf("%s: %q", s.name, s.problems)
 	}
 	if len(s.connections) == 0 {
-		t.Errorf("%s: never connected", s.name)
-		return
+		errorf("%s: never connected", s.name)
+		return errs
 	}
 	startSeq := cursorSeq(s.connections[0].firstID)
 	if from := s.start + s.resume; from != "" && startSeq != cursorSeq(from) {
-		t.Errorf("%s: the first stream starts at seq %d, want seq %d of the cursor it started from", s.name, startSeq, cursorSeq(from))
+		errorf("%s: the first stream starts at seq %d, want seq %d of the cursor it started from", s.name, startSeq, cursorSeq(from))
 	}
 	for i, c := range s.connections {
 		if c.firstEvent != "schema" {
-			t.Errorf("%s: connection %d to %s began with %q, want schema", s.name, i, c.server, c.firstEvent)
+			errorf("%s: connection %d to %s began with %q, want schema", s.name, i, c.server, c.firstEvent)
 		}
 		if c.resumedFrom != "" && cursorSeq(c.firstID) != cursorSeq(c.resumedFrom) {
-			t.Errorf("%s: connection %d to %s resumed from seq %d but its schema event is at seq %d", s.name, i, c.server, cursorSeq(c.resumedFrom), cursorSeq(c.firstID))
+			errorf("%s: connection %d to %s resumed from seq %d but its schema event is at seq %d", s.name, i, c.server, cursorSeq(c.resumedFrom), cursorSeq(c.firstID))
 		}
 	}
 	var expect []commit
@@ -409,19 +410,20 @@ func checkExactly(t testing.TB, s *subscriber, want []commit) {
 	for i := range max(len(got), len(expect)) {
 		switch {
 		case i >= len(got):
-			t.Errorf("%s: missing %d commits from seq %d on (received %d, started at seq %d; %s)", s.name, len(expect)-i, expect[i].seq, len(got), startSeq, s.describeLocked())
-			return
+			errorf("%s: missing %d commits from seq %d on (received %d, started at seq %d; %s)", s.name, len(expect)-i, expect[i].seq, len(got), startSeq, s.describeLocked())
+			return errs
 		case i >= len(expect):
-			t.Errorf("%s: %d batches more than the %d acknowledged commits after seq %d, the first at seq %d", s.name, len(got)-i, len(expect), startSeq, got[i].seq)
-			return
+			errorf("%s: %d batches more than the %d acknowledged commits after seq %d, the first at seq %d", s.name, len(got)-i, len(expect), startSeq, got[i].seq)
+			return errs
 		case got[i].seq != expect[i].seq || got[i].cursor != expect[i].cursor:
-			t.Errorf("%s: batch %d is seq %d (%s), want seq %d (%s) (%s)", s.name, i, got[i].seq, got[i].cursor, expect[i].seq, expect[i].cursor, s.describeLocked())
-			return
+			errorf("%s: batch %d is seq %d (%s), want seq %d (%s) (%s)", s.name, i, got[i].seq, got[i].cursor, expect[i].seq, expect[i].cursor, s.describeLocked())
+			return errs
 		case !slices.Equal(got[i].rows, expect[i].rows):
-			t.Errorf("%s: seq %d rows %v, want %v", s.name, got[i].seq, got[i].rows, expect[i].rows)
-			return
+			errorf("%s: seq %d rows %v, want %v", s.name, got[i].seq, got[i].rows, expect[i].rows)
+			return errs
 		}
 	}
+	return errs
 }
 
 // describeLocked lists the seqs received around each connection; s.mu is held.
