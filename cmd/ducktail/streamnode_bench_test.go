@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	njs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ducktail/ducktail/jetstream"
+)
+
+// commitTimes is the committed-at of every commit of one table, read from the JetStream
+// stream (Ducktail-Committed-At), by seq.
+type commitTimes struct {
+	mu sync.Mutex
+	at map[int64]time.Time
+}
+
+// watchCommits reads the commits of table id tableID from the writer's JetStream stream
+// with an ordered consumer until the benchmark ends.
+func watchCommits(b *testing.B, js njs.JetStream, tableID int64) *commitTimes {
+	b.Helper()
+	ct := &commitTimes{at: map[int64]time.Time{}}
+	ctx := context.Background()
+	s, err := js.Stream(ctx, jetstream.DefaultStream)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := s.OrderedConsumer(ctx, njs.OrderedConsumerConfig{FilterSubjects: []string{jetstream.TableSubject(jetstream.DefaultSubjectPrefix, tableID)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cc, err := c.Consume(func(m njs.Msg) {
+		h := m.Headers()
+		if h.Get(jetstream.HeaderEvent) != jetstream.EventCommit {
+			return
+		}
+		seq, err1 := strconv.ParseInt(h.Get(jetstream.HeaderSeq), 10, 64)
+		at, err2 := time.Parse(time.RFC3339Nano, h.Get(jetstream.HeaderCommittedAt))
+		if err1 == nil && err2 == nil {
+			ct.mu.Lock()
+			ct.at[seq] = at
+			ct.mu.Unlock()
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(cc.Stop)
+	return ct
+}
+
+// get returns the committed-at of seq, waiting for it to arrive.
+func (ct *commitTimes) get(b *testing.B, seq int64) time.Time {
+	b.Helper()
+	var at time.Time
+	waitUntil(b, time.Minute, fmt.Sprintf("commit %d in JetStream", seq), func() bool {
+		ct.mu.Lock()
+		defer ct.mu.Unlock()
+		var ok bool
+		at, ok = ct.at[seq]
+		return ok
+	})
+	return at
+}
+
+// waitAll waits until every subscriber has received seq, polling every 100 µs so that the
+// loop of one commit at a time adds little to each iteration.
+func waitAll(b *testing.B, subs []*subscriber, seq int64) {
+	deadline := time.Now().Add(time.Minute)
+	for _, s := range subs {
+		for {
+			last, ended := s.lastSeq()
+			if last >= seq {
+				break
+			}
+			if ended || time.Now().After(deadline) {
+				b.Fatalf("seq %d did not reach %s", seq, s)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+}
+
+// percentile returns the p-th percentile (0 < p < 1) of sorted durations, in ms.
+func percentile(sorted []time.Duration, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return float64(sorted[min(len(sorted)-1, int(p*float64(len(sorted))))].Microseconds()) / 1000
+}
+
+// BenchmarkNodeDeliveryLatency measures commit-to-delivery latency with 100 subscribers
+// directly on the writer (sub-benchmark writer) and through a stream node (node1), in
+// the same run against the same writer, 3-node NATS cluster and R3 stream: one 1-row
+// commit at a time, the next once every subscriber has the previous one. Latency is the
+// arrival of the batch event at a subscriber (in this process) minus the commit's
+// committed-at (stamped by the writer before DuckDB's COMMIT, read from the JetStream
+// message; one wall clock on one machine); p50/p99 over every (commit, subscriber) pair.
+// cpu-us/delivery is the CPU time of the serving process (/proc/PID/stat) over the loop
+// divided by the batch events delivered: on the writer it includes ingest, DuckDB and
+// the JetStream publish; on the node, its JetStream consumer and fan-out.
+// added-p50-ms is the node's p50 minus the writer's of the same run (issue 15: ≤ 2 ms).
+func BenchmarkNodeDeliveryLatency(b *testing.B) {
+	const subscribers = 100
+	tp := startTopology(b, topologyConfig{nodes: 1})
+	w := tp.client(tp.writer)
+	start := w.createTable(b, "t")
+	_, token := tp.streamToken(b, w, "t")
+	times := watchCommits(b, tp.js, cursorTableID(start))
+	var n int64
+	var writerP50 float64
+	for _, target := range []*serveProcess{tp.writer, tp.nodes[0]} {
+		b.Run(target.name, func(b *testing.B) {
+			subs := spread(subscribers, target.name, "t", token, "", false, target)
+			for _, s := range subs {
+				s.json = false
+			}
+			subscribe(b, subs...)
+			waitStarted(b, subs)
+			cm, err := w.ingest("t", 0, []int64{n})
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+			waitAll(b, subs, cm.seq)
+			first := cm.seq + 1
+			cpu := target.cpuTime()
+			b.ResetTimer()
+			for range b.N {
+				cm, err := w.ingest("t", 0, []int64{n})
+				if err != nil {
+					b.Fatal(err)
+				}
+				n++
+				waitAll(b, subs, cm.seq)
+			}
+			b.StopTimer()
+			cpu = target.cpuTime() - cpu
+			var lat []time.Duration
+			for _, s := range subs {
+				s.stop()
+				for _, d := range s.batches {
+					if d.seq >= first {
+						lat = append(lat, d.at.Sub(times.get(b, d.seq)))
+					}
+				}
+			}
+			slices.Sort(lat)
+			p50 := percentile(lat, 0.50)
+			b.ReportMetric(p50, "p50-ms")
+			b.ReportMetric(percentile(lat, 0.99), "p99-ms")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(len(lat)), "cpu-us/delivery")
+			if target == tp.writer {
+				writerP50 = p50
+			} else {
+				b.ReportMetric(p50-writerP50, "added-p50-ms")
+			}
+		})
+	}
+}
+
+// BenchmarkNodePublishCost measures the writer's CPU per commit with and without
+// JetStream publishing, in the same run: a writer process (`serve`, then `serve
+// --nats-url … --nats-replicas 3` against a new 3-node cluster) takes b.N 1-row commits
+// over HTTP, one at a time; cpu-us/commit is its CPU time (/proc/PID/stat) over the loop,
+// until JetStream has the last commit, divided by b.N. publish-cpu-us/commit is the
+// difference between the two.
+func BenchmarkNodePublishCost(b *testing.B) {
+	var without float64
+	for _, publish := range []bool{false, true} {
+		name := "without-nats"
+		if publish {
+			name = "jetstream-r3"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			args := append([]string{"--data-dir", dir}, serverFlags...)
+			var js njs.JetStream
+			if publish {
+				// A cluster of its own each time: each writer's table is id 1.
+				cluster := startNATSCluster(b)
+				js = cluster.jetStream()
+				args = append(args, "--nats-url", cluster.urls(), "--nats-replicas", "3")
+			}
+			writer := startServe(b, "writer", nil, args...)
+			admin, err := os.ReadFile(filepath.Join(dir, adminTokenFile))
+			if err != nil {
+				b.Fatal(err)
+			}
+			w := apiClient{base: writer.URL, token: strings.TrimSpace(string(admin))}
+			start := w.createTable(b, "t")
+			for i := range 20 {
+				if _, err := w.ingest("t", 0, []int64{int64(i)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu := writer.cpuTime()
+			b.ResetTimer()
+			var last int64
+			for i := range b.N {
+				cm, err := w.ingest("t", 0, []int64{int64(i)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				last = cm.seq
+			}
+			if publish {
+				for lastPublishedSeq(b, js, cursorTableID(start)) < last {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			b.StopTimer()
+			perCommit := float64((writer.cpuTime() - cpu).Microseconds()) / float64(b.N)
+			b.ReportMetric(perCommit, "cpu-us/commit")
+			if publish {
+				b.ReportMetric(perCommit-without, "publish-cpu-us/commit")
+			} else {
+				without = perCommit
+			}
+			writer.stop()
+		})
+	}
+}
