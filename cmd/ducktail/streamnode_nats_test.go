@@ -161,6 +161,25 @@ func (c *natsCluster) streamLeader(js njs.JetStream) int {
 	return -1
 }
 
+// streamNodeClient is the name of a stream node's NATS connection.
+const streamNodeClient = "ducktail stream node"
+
+// clientsNamed returns how many client connections named name server i serves.
+func (c *natsCluster) clientsNamed(i int, name string) int {
+	c.t.Helper()
+	cz, err := c.servers[i].srv.Connz(&server.ConnzOptions{Limit: 1024})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	n := 0
+	for _, ci := range cz.Conns {
+		if ci.Name == name {
+			n++
+		}
+	}
+	return n
+}
+
 // lastPublishedSeq returns the Ducktail-Seq of the last message JetStream holds on the
 // subject of table id tableID, 0 when it holds none.
 func lastPublishedSeq(t testing.TB, js njs.JetStream, tableID int64) int64 {
