@@ -50,12 +50,17 @@ func NewStreamNode(cfg NodeConfig, backend Backend, hub *stream.Hub) *Server {
 		s.writeError(w, r, &store.Error{Code: store.CodeUnavailable, Message: "the writer did not answer: " + err.Error()})
 	}
 	r := chi.NewRouter()
-	r.Use(s.requestLog, s.cors())
-	r.Get("/healthz", s.healthz)
-	r.Get("/readyz", s.readyz)
-	r.Handle("/metrics", s.metricsHandler())
-	r.Get("/stream/{token}", s.streamByPathToken)
-	r.With(s.authenticate).Get("/v1/tables/{table}/stream", s.streamByBearer)
+	r.Use(s.requestLog)
+	r.Group(func(r chi.Router) {
+		// CORS headers on the node's own answers only: a proxied answer carries the
+		// writer's, and a second Access-Control-Allow-Origin would fail in browsers.
+		r.Use(s.cors())
+		r.Get("/healthz", s.healthz)
+		r.Get("/readyz", s.readyz)
+		r.Handle("/metrics", s.metricsHandler())
+		r.Get("/stream/{token}", s.streamByPathToken)
+		r.With(s.authenticate).Get("/v1/tables/{table}/stream", s.streamByBearer)
+	})
 	r.Handle("/*", proxy)
 	s.router = r
 	s.walkMethods()

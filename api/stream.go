@@ -100,6 +100,10 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 	}
 	framing := negotiateFraming(r.Header.Get("Accept"))
 	sess, err := s.hub.Subscribe(stream.SubscribeRequest{Table: table, Token: tok, Framing: framing, Encoding: encoding, Cursor: cursor, Shape: shape})
+	if s.writer != nil && errors.Is(err, stream.ErrWriterOnly) {
+		s.redirectToWriter(w, r)
+		return
+	}
 	if err != nil {
 		s.refuseStream(w, r, string(store.ErrorCode(err)), err)
 		return

@@ -172,15 +172,47 @@ func (p *Publisher) syncCatalog(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var gone []string
 	for k := range keys.Keys() {
 		if (strings.HasPrefix(k, tableKeyPrefix) || strings.HasPrefix(k, tokenKeyPrefix)) && !live[k] {
-			if err := p.deleteKey(ctx, k); err != nil {
-				keys.Stop()
-				return err
-			}
+			gone = append(gone, k)
+		}
+	}
+	for _, k := range gone {
+		if err := p.endDropped(ctx, k); err != nil {
+			return err
+		}
+		if err := p.deleteKey(ctx, k); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// endDropped publishes the end of the last activation of a table the catalog still lists
+// but the store no longer has (dropped while the writer was down or its queue full), when
+// the table's subject does not end with it: subscribers on stream nodes get
+// refresh-required, table_dropped.
+func (p *Publisher) endDropped(ctx context.Context, key string) error {
+	if !strings.HasPrefix(key, tableKeyPrefix) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.PublishTimeout)
+	e, err := p.kv.Get(ctx, key)
+	cancel()
+	if err != nil {
+		return err
+	}
+	var t tableEntry
+	if err := json.Unmarshal(e.Value(), &t); err != nil {
+		return nil // not a table this package wrote: deleted without more
+	}
+	st, err := p.stateOf(ctx, t.ID)
+	if err != nil || st.activation == uuid.Nil {
+		return err
+	}
+	p.Logger.Warn("jetstream: a table was dropped while its changes could not be published; its end is published now", "table", t.Name)
+	return p.sendEnded(ctx, t.Name, store.Position{TableID: t.ID, Activation: st.activation, Seq: st.seq}, store.ReasonTableDropped, uuid.Nil)
 }
 
 // putRaw puts value under key as it is.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,6 +15,7 @@ import (
 	njs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/stream"
 )
 
 // feedState is how far a feed has a table: its activation, the seq of its last commit
@@ -38,7 +40,8 @@ type feed struct {
 	st      feedState
 	changed chan struct{} // closed and replaced at every change of st
 	cons    njs.ConsumeContext
-	err     error // why the feed could not start or stopped
+	// pending is how many messages JetStream had for the feed after its last one.
+	pending atomic.Uint64
 }
 
 func newFeed(src *Source, t tableEntry) *feed {
@@ -48,14 +51,15 @@ func newFeed(src *Source, t tableEntry) *feed {
 func (f *feed) subject() string { return TableSubject(f.src.SubjectPrefix, f.table.ID) }
 
 // start reads the table's last message, takes its state from it, and consumes the messages
-// after it. Errors: CodeUnavailable when the subject has no message (the table's activation
-// is older than the stream's retention) or JetStream does not answer.
+// after it. Errors: CodeUnavailable when JetStream does not answer, or, wrapping
+// stream.ErrWriterOnly, when the subject has no message (the table's activation is older
+// than the stream's retention).
 func (f *feed) start() error {
 	ctx, cancel := context.WithTimeout(f.src.ctx, f.src.FetchTimeout)
 	defer cancel()
 	last, err := f.src.str.GetLastMsgForSubject(ctx, f.subject())
 	if errors.Is(err, njs.ErrMsgNotFound) {
-		return &store.Error{Code: store.CodeUnavailable, Message: "table " + strconv.Quote(f.table.Name) + " has no message left in the JetStream stream's retention; stream it from the writer"}
+		return &store.Error{Code: store.CodeUnavailable, Message: "table " + strconv.Quote(f.table.Name) + " has no message left in the JetStream stream's retention; stream it from the writer", Err: stream.ErrWriterOnly}
 	}
 	if err != nil {
 		return &store.Error{Code: store.CodeUnavailable, Message: "JetStream did not answer", Err: err}
@@ -70,6 +74,10 @@ func (f *feed) start() error {
 		return &store.Error{Code: store.CodeUnavailable, Message: "JetStream did not answer", Err: err}
 	}
 	cc, err := cons.Consume(func(m njs.Msg) {
+		f.src.received.Add(1)
+		if md, err := m.Metadata(); err == nil {
+			f.pending.Store(md.NumPending)
+		}
 		if err := f.take(f.src.ctx, m.Headers(), m.Data(), true); err != nil {
 			f.src.Logger.Error("jetstream: a table message could not be delivered", "table", f.table.Name, "err", err)
 		}
@@ -122,11 +130,14 @@ func (f *feed) take(ctx context.Context, h nats.Header, data []byte, publish boo
 			}
 		}
 		f.set(feedState{activation: pos.Activation, head: pos.Seq, schema: schema})
-		if !publish {
+		if !publish || !f.src.hub.HasSubscribers(f.table.ID) {
+			// No session to deliver to: one that registers later reads a baseline that
+			// already counts this commit.
 			return nil
 		}
 		rows, _ := strconv.ParseInt(h.Get(HeaderRows), 10, 64)
 		at, _ := time.Parse(time.RFC3339Nano, h.Get(HeaderCommittedAt))
+		f.src.commitDelay.Observe(max(f.src.Now().Sub(at).Seconds(), 0))
 		rec, err := decodeCommit(data, schema)
 		if err != nil {
 			return fmt.Errorf("commit %d: %w", pos.Seq, err)

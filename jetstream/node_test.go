@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	njs "github.com/nats-io/nats.go/jetstream"
+
 	"github.com/ducktail/ducktail/api"
 	"github.com/ducktail/ducktail/internal/ssetest"
 	"github.com/ducktail/ducktail/jetstream"
@@ -232,5 +234,88 @@ func TestStreamNodeServesTheWritersStream(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a revoked token on the node: %d", resp.StatusCode)
+	}
+}
+
+// TestStreamNodeCursorBeyondRetention purges the oldest messages of the stream, as its
+// retention would: a cursor whose next commit is gone gets refresh-required
+// beyond_retention on the node, one whose next commit is still there resumes exactly, and
+// a table with no message left is redirected to the writer; a drop on the writer ends the
+// node's stream with table_dropped.
+func TestStreamNodeCursorBeyondRetention(t *testing.T) {
+	ns := newNATS(t, "n1", 0)
+	ns.start()
+	nc := connect(t, ns.url())
+	w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), nc, 0, 1, nil)
+	c := w.http
+	c.must(201, "POST", "/v1/tables", "application/json", `{"name":"t","columns":[{"name":"n","type":"BIGINT"}]}`)
+	for i := 1; i <= 10; i++ {
+		c.must(201, "POST", "/v1/tables/t/rows", "application/x-ndjson", fmt.Sprintf(`{"n":%d}`, i))
+	}
+	info, _ := w.stack.Store.Table("t")
+	subject := jetstream.TableSubject(jetstream.DefaultSubjectPrefix, info.ID)
+	readStream(t, nc, subject, jetstream.HeaderSeq, "10")
+
+	// Purge everything before commit 6's message.
+	js, _ := njs.New(nc)
+	ctx := context.Background()
+	s, err := js.Stream(ctx, jetstream.DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at6 uint64
+	for seq := uint64(1); at6 == 0; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Subject == subject && m.Header.Get(jetstream.HeaderEvent) == jetstream.EventCommit && m.Header.Get(jetstream.HeaderSeq) == "6" {
+			at6 = m.Sequence
+		}
+	}
+	if err := s.Purge(ctx, njs.WithPurgeSequence(at6)); err != nil {
+		t.Fatal(err)
+	}
+
+	n := openNode(t, ns.url(), c.base)
+	codec := w.stack.Store.Cursors()
+	cursor := func(seq int64) string {
+		return codec.Encode(store.Position{TableID: info.ID, Activation: info.Head.Activation, Seq: seq})
+	}
+	old := subscribe(t, n.base, "/v1/tables/t/stream?encoding=json", c.token, cursor(4))
+	if ev := old.next(); ev.Event != "refresh-required" || !strings.Contains(ev.Data, jetstream.ReasonBeyondRetention) {
+		t.Fatalf("a cursor before the retention: %q %s", ev.Event, ev.Data)
+	}
+	kept := subscribe(t, n.base, "/v1/tables/t/stream?encoding=json", c.token, cursor(5))
+	kept.next() // schema
+	if got := kept.batches(5); strings.Join(got, ",") != "6,7,8,9,10" {
+		t.Fatalf("a cursor within the retention: %v", got)
+	}
+	// A table whose every message left the stream is the writer's to serve.
+	c.must(201, "POST", "/v1/tables", "application/json", `{"name":"idle","columns":[{"name":"n","type":"BIGINT"}]}`)
+	c.must(201, "POST", "/v1/tables/idle/rows", "application/x-ndjson", `{"n":1}`)
+	idle, _ := w.stack.Store.Table("idle")
+	readStream(t, nc, jetstream.TableSubject(jetstream.DefaultSubjectPrefix, idle.ID), jetstream.HeaderSeq, "1")
+	if err := s.Purge(ctx, njs.WithPurgeSubject(jetstream.TableSubject(jetstream.DefaultSubjectPrefix, idle.ID))); err != nil {
+		t.Fatal(err)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ := http.NewRequest("GET", n.base+"/v1/tables/idle/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusTemporaryRedirect || loc != c.base+"/v1/tables/idle/stream" {
+		t.Fatalf("a table with no message left in the stream: %d %q", resp.StatusCode, loc)
+	}
+
+	c.must(204, "DELETE", "/v1/tables/t", "", "")
+	if ev := kept.next(); ev.Event != "refresh-required" || !strings.Contains(ev.Data, store.ReasonTableDropped) {
+		t.Fatalf("after the drop: %q %s", ev.Event, ev.Data)
+	}
+	if st, _ := (&client{t: t, base: n.base, token: c.token}).do("GET", "/v1/tables/t/stream", "", ""); st != http.StatusNotFound {
+		t.Fatalf("a dropped table on the node: %d", st)
 	}
 }

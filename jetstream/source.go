@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	njs "github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ducktail/ducktail/store"
 	"github.com/ducktail/ducktail/stream"
@@ -21,6 +23,11 @@ import (
 // DefaultHeadWait is how long Source.AwaitHead and a baseline wait for a commit or schema
 // the writer published and this node has not received yet.
 const DefaultHeadWait = 5 * time.Second
+
+// DefaultCatalogWait is how long Source.Authenticate and Source.Table wait for a token or
+// table they do not know: the writer may have created it a moment ago, and the catalog's
+// watch not delivered it yet.
+const DefaultCatalogWait = 2 * time.Second
 
 // Source is the stream.Source of a stream node (docs/scaling.md, "Stream nodes"): it holds
 // no DuckDB file, and reads everything from the JetStream stream a writer's Publisher
@@ -37,6 +44,9 @@ type Source struct {
 	SubjectPrefix string
 	// HeadWait bounds AwaitHead and the wait of a baseline for a table's first schema.
 	HeadWait time.Duration
+	// CatalogWait bounds the wait of Authenticate and Table for a token id or a table
+	// name the catalog has not shown yet.
+	CatalogWait time.Duration
 	// FetchTimeout bounds one JetStream API call or fetch.
 	FetchTimeout time.Duration
 	Logger       *slog.Logger
@@ -46,38 +56,54 @@ type Source struct {
 	js      njs.JetStream
 	str     njs.Stream
 	kv      njs.KeyValue
-	hub     store.Publisher
+	hub     Hub
 	cursors *store.Cursors
 	watch   njs.KeyWatcher
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
+	received    atomic.Int64
+	commitDelay prometheus.Histogram
+
 	mu     sync.Mutex
 	tables map[string]tableEntry  // live tables by store.FoldName
 	tokens map[string]store.Token // by id
-	feeds  map[int64]*feed        // the tables in use, by id
+	// changed is closed and replaced whenever tables or tokens change.
+	changed chan struct{}
+	feeds   map[int64]*feed // the tables in use, by id
 }
 
 var _ stream.Source = (*Source)(nil)
 
+// Hub is what a Source hands its events to: stream.Hub.
+type Hub interface {
+	store.Publisher
+	// HasSubscribers reports whether a table has a stream open; a commit of a table
+	// without one is not decoded.
+	HasSubscribers(tableID int64) bool
+}
+
 // NewSource returns a Source with the writer's default stream and subjects.
 func NewSource() *Source {
-	return &Source{Stream: DefaultStream, SubjectPrefix: DefaultSubjectPrefix, HeadWait: DefaultHeadWait,
-		FetchTimeout: DefaultPublishTimeout, Logger: slog.Default(), Now: time.Now}
+	return &Source{Stream: DefaultStream, SubjectPrefix: DefaultSubjectPrefix, HeadWait: DefaultHeadWait, CatalogWait: DefaultCatalogWait,
+		FetchTimeout: DefaultPublishTimeout, Logger: slog.Default(), Now: time.Now,
+		commitDelay: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ducktail_jetstream_node_commit_delay_seconds",
+			Help: "Seconds from a commit on the writer to its arrival at this stream node.", Buckets: commitDelayBuckets})}
 }
 
 // Start connects the source to JetStream over nc and loads the catalog: it returns once
 // the catalog's current tables, tokens and cursor key are in memory, and keeps watching it
 // until Close; events go to hub (the stream node's Hub). It waits, until ctx ends, for a
 // writer to have made the stream and the catalog. Errors: ctx's, or JetStream's.
-func (s *Source) Start(ctx context.Context, nc *nats.Conn, hub store.Publisher) error {
+func (s *Source) Start(ctx context.Context, nc *nats.Conn, hub Hub) error {
 	js, err := njs.New(nc)
 	if err != nil {
 		return err
 	}
 	s.js, s.hub = js, hub
 	s.tables, s.tokens, s.feeds = map[string]tableEntry{}, map[string]store.Token{}, map[int64]*feed{}
+	s.changed = make(chan struct{})
 	for {
 		err = s.open(ctx)
 		if err == nil {
@@ -177,6 +203,7 @@ func (s *Source) apply(e njs.KeyValueEntry) {
 		} else {
 			s.tables[string(folded)] = t
 		}
+		s.signal()
 		s.mu.Unlock()
 	case strings.HasPrefix(key, tokenKeyPrefix):
 		id := strings.TrimPrefix(key, tokenKeyPrefix)
@@ -193,6 +220,7 @@ func (s *Source) apply(e njs.KeyValueEntry) {
 			s.tokens[id] = t.token()
 		}
 		now, has := s.tokens[id]
+		s.signal()
 		s.mu.Unlock()
 		if had && before.RevokedAt.IsZero() && (!has || !now.RevokedAt.IsZero()) {
 			s.hub.Publish(store.TokenRevoked{TokenID: id, Token: now})
@@ -234,15 +262,45 @@ func (s *Source) LookupToken(id string) (store.Token, error) {
 }
 
 // Authenticate returns the token whose secret is secret, as store.DB.Authenticate does on
-// the writer, from the catalog's tokens (store.AuthenticateWith). Errors:
-// store.DB.Authenticate's.
+// the writer, from the catalog's tokens (store.AuthenticateWith). A well-formed token whose
+// id the catalog has not shown is waited for, up to CatalogWait, so that a token used
+// right after the writer created it is accepted. Errors: store.DB.Authenticate's.
 func (s *Source) Authenticate(secret string) (store.Token, error) {
 	return store.AuthenticateWith(func(id string) (store.Token, bool) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		t, ok := s.tokens[id]
+		var t store.Token
+		ok := s.awaitCatalog(func() bool {
+			var found bool
+			t, found = s.tokens[id]
+			return found
+		})
 		return t, ok
 	}, secret, s.Now())
+}
+
+// signal wakes the waits of awaitCatalog; s.mu is held.
+func (s *Source) signal() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// awaitCatalog returns true once has, called with s.mu held, holds of the catalog in
+// memory, or false after CatalogWait.
+func (s *Source) awaitCatalog(has func() bool) bool {
+	deadline := time.NewTimer(s.CatalogWait)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		ok, changed := has(), s.changed
+		s.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return false
+		}
+	}
 }
 
 // Table implements stream.Source: the catalog's table, with the head and schema of its
@@ -259,10 +317,15 @@ func (s *Source) Table(name string) (store.TableInfo, error) {
 	return f.info(ctx)
 }
 
-// feedOf returns the running feed of the live table named name, starting it first.
+// feedOf returns the running feed of the live table named name, starting it first; a name
+// the catalog has not shown is waited for up to CatalogWait.
 func (s *Source) feedOf(name string) (*feed, error) {
+	folded := store.FoldName(name)
+	if !s.awaitCatalog(func() bool { _, ok := s.tables[folded]; return ok }) {
+		return nil, store.TableNotFound(name)
+	}
 	s.mu.Lock()
-	t, ok := s.tables[store.FoldName(name)]
+	t, ok := s.tables[folded]
 	if !ok {
 		s.mu.Unlock()
 		return nil, store.TableNotFound(name)

@@ -42,9 +42,11 @@ var (
 	// ErrTokenStreams: the token has MaxStreamsPerToken streams open
 	// (store.CodeTooManyStreams).
 	ErrTokenStreams error = &store.Error{Code: store.CodeTooManyStreams, Message: "too many open streams for this token"}
-	// ErrShapesElsewhere: a shaped stream, or one of a token with a policy, asked of a
-	// Hub with no Shaper (a stream node: the writer serves them; store.CodeUnavailable).
-	ErrShapesElsewhere error = &store.Error{Code: store.CodeUnavailable, Message: "shaped streams are served by the writer"}
+	// ErrWriterOnly: a stream only the writer can serve, asked of a stream node: a shaped
+	// one (a Hub with no Shaper), or one of a table whose messages the node's source no
+	// longer has (store.CodeUnavailable). A stream node's API redirects it to the writer;
+	// a source's error says which by wrapping it.
+	ErrWriterOnly error = &store.Error{Code: store.CodeUnavailable, Message: "this stream is served by the writer"}
 )
 
 // Hub fans every published commit out to the live subscribers of its table. Publish never
@@ -60,7 +62,7 @@ type Hub struct {
 	// Hub: Local{DB} in the writer, package jetstream's Source on a stream node.
 	Source Source
 	// Shaper filters commits for shaped streams (docs/design.md, "Shapes and
-	// policies"); nil refuses them with ErrShapesElsewhere.
+	// policies"); nil refuses them with ErrWriterOnly.
 	Shaper Shaper
 	// HeartbeatInterval: a heartbeat is sent after this long without any event.
 	HeartbeatInterval time.Duration
@@ -278,6 +280,14 @@ func (h *Hub) Publish(e store.Event) {
 	}
 }
 
+// HasSubscribers reports whether table tableID has a stream open: a source with events
+// to decode first (a stream node's) skips the work for tables nobody reads.
+func (h *Hub) HasSubscribers(tableID int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.logs[tableID] != nil
+}
+
 // SubscribeRequest describes a stream to open. The api has authenticated the token and checked
 // its purpose and scope.
 type SubscribeRequest struct {
@@ -297,10 +307,10 @@ type SubscribeRequest struct {
 // that no commit after the baseline or the replay range can be missed (docs/design.md, "The
 // stream"). Errors, all before HTTP 200: a CodeNotFound *store.Error for an unknown table,
 // a CodeUnauthorized one for a token revoked or expired since it was authenticated,
-// ErrDraining, ErrAdmission, ErrTokenStreams, ErrShapesElsewhere.
+// ErrDraining, ErrAdmission, ErrTokenStreams, ErrWriterOnly.
 func (h *Hub) Subscribe(req SubscribeRequest) (*Session, error) {
 	if !req.Shape.Empty() && h.Shaper == nil {
-		return nil, ErrShapesElsewhere
+		return nil, ErrWriterOnly
 	}
 	info, err := h.Source.Table(req.Table)
 	if err != nil {

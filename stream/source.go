@@ -50,7 +50,7 @@ type ReplayTx interface {
 }
 
 // Shaper filters commits through shapes (store.DB.ShapeRecords and ShapeRecordsEach have
-// the documentation). A Hub without one refuses shaped streams (ErrShapesElsewhere).
+// the documentation). A Hub without one refuses shaped streams (ErrWriterOnly).
 type Shaper interface {
 	ShapeRecords(ctx context.Context, schema *store.Schema, recs []arrow.RecordBatch, shape *store.Shape) ([]arrow.RecordBatch, error)
 	ShapeRecordsEach(ctx context.Context, schema *store.Schema, recs []arrow.RecordBatch, shapes []*store.Shape) ([][]arrow.RecordBatch, []error)

@@ -9,6 +9,7 @@ import (
 	"net/url"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
 	"github.com/ducktail/ducktail/api"
@@ -78,6 +79,10 @@ func (m *Main) runNode(ctx context.Context) error {
 	}
 	cfg := api.NodeConfig{Config: m.API, Writer: writer, WriterTransport: transport}
 	cfg.Logger = m.Logger.With("component", "api")
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	cfg.Registry.MustRegister(c.src.Collectors()...)
 	handler := api.NewStreamNode(cfg, c.src, m.Hub)
 	return m.listen(handler, "writer", writer.String())
 }
