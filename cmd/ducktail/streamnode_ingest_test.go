@@ -16,8 +16,12 @@ import (
 )
 
 // nodesHTTP is the HTTP client of the TestNodes scenarios: plaintext HTTP/1.1, one
-// connection per open stream.
-var nodesHTTP = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, ResponseHeaderTimeout: time.Minute}}
+// connection per open stream. It follows no redirect, so that a stream a node sends to
+// the writer (307) is seen as such.
+var nodesHTTP = &http.Client{
+	Transport:     &http.Transport{MaxIdleConnsPerHost: 64, ResponseHeaderTimeout: time.Minute},
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
 
 // apiClient calls one server (the writer, or a stream node that proxies to it) with a
 // bearer token.
