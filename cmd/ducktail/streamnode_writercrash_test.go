@@ -10,7 +10,8 @@ import (
 // the writer itself but are not in JetStream, then kills the writer with SIGKILL, lets
 // it reach NATS again and restarts it: the subscribers of both stream nodes, and those of
 // the writer, which resume on it after the restart, receive every acknowledged commit
-// exactly once, in seq order, with its rows, and nothing else.
+// exactly once, in seq order, with its rows, and nothing else. Then the same after three
+// kills the moment 8 concurrent producers have their acknowledgements, NATS reachable.
 func TestNodesKill9WriterBeforePublish(t *testing.T) {
 	tp := startTopology(t, topologyConfig{})
 	w := tp.client(tp.writer)
@@ -49,6 +50,22 @@ func TestNodesKill9WriterBeforePublish(t *testing.T) {
 	}
 	tp.writer.start()
 	if err := produce(l, []apiClient{w}, "t", 2, 5, 2_000_000); err != nil {
+		t.Fatal(err)
+	}
+	waitDelivered(t, subs, l.last())
+	checkAll(t, subs, l.all(t))
+
+	// Then, reaching NATS, killed the moment 8 producers have their acknowledgements,
+	// with what the publisher still had queued, three times.
+	for round := range 3 {
+		if err := produce(l, []apiClient{w}, "t", 8, 5, int64(round+3)*1_000_000); err != nil {
+			t.Fatal(err)
+		}
+		tp.writer.kill()
+		t.Logf("killed with JetStream through seq %d of %d acknowledged", lastPublishedSeq(t, tp.js, tableID), l.last())
+		tp.writer.start()
+	}
+	if err := produce(l, []apiClient{w}, "t", 2, 5, 9_000_000); err != nil {
 		t.Fatal(err)
 	}
 	waitDelivered(t, subs, l.last())
