@@ -116,7 +116,7 @@ func urls(ps ...*serveProcess) []string {
 
 // spread returns n subscribers of table with token, the i-th on servers[i % len], half
 // of them by /stream/{token} and half with the token in Authorization, half decoding
-// Arrow IPC and half JSON rows, and start as the ?cursor= of every other one; with
+// Arrow IPC and half JSON rows, and start as the ?cursor= of half of them; with
 // failover each moves to the next server when its connection fails.
 func spread(n int, name, table, token, start string, failover bool, servers ...*serveProcess) []*subscriber {
 	var out []*subscriber
