@@ -45,7 +45,7 @@ type connection struct {
 // abrupt close, a refused connection or a reconnect event resumes with Last-Event-ID,
 // the id of the last event it read: on the same server, or with failover on the next of
 // its servers. It stops at refresh-required or failure (terminal) or at a status other
-// than 200, 404 (the table not known there yet) and 503 (not serving yet, draining).
+// than 200, 502 and 503 (draining, or the writer a node proxies to is down).
 type subscriber struct {
 	name     string
 	servers  []string
@@ -158,14 +158,6 @@ func (s *subscriber) connect(ctx context.Context, server string) (next bool, wai
 	case http.StatusOK:
 	case http.StatusServiceUnavailable, http.StatusBadGateway:
 		return true, 100 * time.Millisecond
-	case http.StatusNotFound:
-		s.mu.Lock()
-		known := len(s.connections) > 0
-		s.mu.Unlock()
-		if !known {
-			return false, 100 * time.Millisecond
-		}
-		fallthrough
 	default:
 		b, _ := io.ReadAll(resp.Body)
 		s.mu.Lock()
