@@ -77,3 +77,25 @@ func TestNodesProxyAndRedirect(t *testing.T) {
 		t.Error("the node's /metrics has the writer's ducktail_jetstream_published_total: proxied?")
 	}
 }
+
+// TestNodesWriterOverTLS serves the writer with TLS and its self-signed certificate and
+// has the stream nodes trust it with --writer-ca (the second node by DUCKTAIL_WRITER_CA):
+// a table, a token and commits made through one node (proxied to the writer over TLS)
+// are streamed by the other exactly.
+func TestNodesWriterOverTLS(t *testing.T) {
+	tp := startTopology(t, topologyConfig{writerTLS: true})
+	if !strings.HasPrefix(tp.writer.URL, "https://") {
+		t.Fatalf("the writer serves %s, want https", tp.writer.URL)
+	}
+	via := tp.client(tp.nodes[0])
+	start := via.createTable(t, "t")
+	_, token := tp.streamToken(t, via, "t")
+	subs := subscribe(t, spread(4, "sub", "t", token, start, false, tp.nodes[1])...)
+	waitStarted(t, subs)
+	l := newLedger()
+	if err := produce(l, []apiClient{via}, "t", 2, 5, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitDelivered(t, subs, l.last())
+	checkAll(t, subs, l.all(t))
+}

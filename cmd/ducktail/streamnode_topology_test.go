@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	njs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ducktail/ducktail/api"
 	"github.com/ducktail/ducktail/jetstream"
 )
 
@@ -37,6 +39,9 @@ type topologyConfig struct {
 	writerFlags []string
 	// nodes is the number of stream nodes (default 2).
 	nodes int
+	// writerTLS serves the writer with TLS and its self-signed certificate, which the
+	// nodes trust with --writer-ca; the test reaches the writer only through them.
+	writerTLS bool
 }
 
 // serverFlags are the flags of every server of a topology: no request rate limit and
@@ -65,6 +70,12 @@ func startTopology(t testing.TB, cfg topologyConfig) *topology {
 	}
 	dataDir := t.TempDir()
 	args := append([]string{"--data-dir", dataDir, "--nats-url", strings.Join(proxied, ","), "--nats-replicas", "3"}, serverFlags...)
+	var nodeFlags, nodeEnv []string
+	if cfg.writerTLS {
+		args = slices.DeleteFunc(args, func(a string) bool { return a == "--plaintext" })
+		ca := filepath.Join(dataDir, tlsDir, api.SelfSignedCertFile)
+		nodeFlags, nodeEnv = []string{"--writer-ca", ca}, []string{"DUCKTAIL_WRITER_CA=" + ca}
+	}
 	tp.writer = startServe(t, "writer", nil, append(args, cfg.writerFlags...)...)
 	admin, err := os.ReadFile(filepath.Join(dataDir, adminTokenFile))
 	if err != nil {
@@ -81,13 +92,17 @@ func startTopology(t testing.TB, cfg topologyConfig) *topology {
 		name := fmt.Sprintf("node%d", i+1)
 		if i%2 == 0 {
 			args := append([]string{"--role", "stream", "--nats-url", tp.nats.urls(), "--writer-url", tp.writer.URL}, serverFlags...)
-			tp.nodes = append(tp.nodes, startServe(t, name, nil, args...))
+			tp.nodes = append(tp.nodes, startServe(t, name, nil, append(args, nodeFlags...)...))
 			continue
 		}
-		env := []string{"DUCKTAIL_ROLE=stream", "DUCKTAIL_NATS_URL=" + tp.nats.urls(), "DUCKTAIL_WRITER_URL=" + tp.writer.URL}
+		env := append([]string{"DUCKTAIL_ROLE=stream", "DUCKTAIL_NATS_URL=" + tp.nats.urls(), "DUCKTAIL_WRITER_URL=" + tp.writer.URL}, nodeEnv...)
 		tp.nodes = append(tp.nodes, startServe(t, name, env, serverFlags...))
 	}
-	for _, p := range append([]*serveProcess{tp.writer}, tp.nodes...) {
+	servers := tp.nodes
+	if !cfg.writerTLS {
+		servers = append(servers, tp.writer)
+	}
+	for _, p := range servers {
 		tp.waitHealthy(p)
 	}
 	return tp
