@@ -80,20 +80,20 @@ func TestNodesProxyAndRedirect(t *testing.T) {
 
 // TestNodesWriterOverTLS serves the writer with TLS and its self-signed certificate and
 // has the stream nodes trust it with --writer-ca (the second node by DUCKTAIL_WRITER_CA):
-// a table, a token and commits made through one node (proxied to the writer over TLS)
-// are streamed by the other exactly.
+// a table, a token and commits made through the nodes (proxied to the writer over TLS)
+// are streamed by both exactly.
 func TestNodesWriterOverTLS(t *testing.T) {
 	tp := startTopology(t, topologyConfig{writerTLS: true})
 	if !strings.HasPrefix(tp.writer.URL, "https://") {
 		t.Fatalf("the writer serves %s, want https", tp.writer.URL)
 	}
-	via := tp.client(tp.nodes[0])
-	start := via.createTable(t, "t")
-	_, token := tp.streamToken(t, via, "t")
-	subs := subscribe(t, spread(4, "sub", "t", token, start, false, tp.nodes[1])...)
+	via := []apiClient{tp.client(tp.nodes[1]), tp.client(tp.nodes[0])}
+	start := via[0].createTable(t, "t")
+	_, token := tp.streamToken(t, via[0], "t")
+	subs := subscribe(t, spread(4, "sub", "t", token, start, false, tp.nodes...)...)
 	waitStarted(t, subs)
 	l := newLedger()
-	if err := produce(l, []apiClient{via}, "t", 2, 5, 0); err != nil {
+	if err := produce(l, via, "t", 2, 5, 0); err != nil {
 		t.Fatal(err)
 	}
 	waitDelivered(t, subs, l.last())
