@@ -120,15 +120,6 @@ func (tp *topology) waitHealthy(p *serveProcess) {
 // client returns a client of server p with the admin token.
 func (tp *topology) client(p *serveProcess) apiClient { return apiClient{base: p.URL, token: tp.admin} }
 
-// urls returns the base URL of each of ps.
-func urls(ps ...*serveProcess) []string {
-	var out []string
-	for _, p := range ps {
-		out = append(out, p.URL)
-	}
-	return out
-}
-
 // spread returns n subscribers of table with token, the i-th on servers[i % len], half
 // of them by /stream/{token} and half with the token in Authorization, half decoding
 // Arrow IPC and half JSON rows, and start as the ?cursor= of half of them; with
