@@ -132,6 +132,12 @@ cat <<'METHOD'
   process's CPU time (`/proc/PID/stat`) over the loop ÷ batch events delivered: on the
   writer it includes ingest, DuckDB and the publish, on the node its JetStream consumer
   and fan-out. added-p50-ms = the node's p50 − the writer's.
+- **`BenchmarkNodeSaturation/subscribers={100,1000}`** (cmd/ducktail): the same
+  topology with one stream node; 8 producers post 1-row JSON commits to the writer as
+  fast as they are acknowledged while that many SSE streams of the node (light readers in
+  the benchmark process that count batch events) read every one; deliveries/s = batch
+  events received ÷ wall time until the last arrived, cpu-us/delivery = the node
+  process's CPU time ÷ deliveries, commits/s the writer's rate meanwhile.
 - **`BenchmarkNodePublishCost/{without-nats,jetstream-r3}`** (cmd/ducktail): a writer
   process takes 1-row commits over HTTP, one at a time, without NATS, then publishing
   to a new 3-node cluster's R3 stream; cpu-us/commit = its CPU time (`/proc/PID/stat`)

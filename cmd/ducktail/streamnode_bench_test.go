@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -239,4 +241,131 @@ func BenchmarkNodePublishCost(b *testing.B) {
 			writer.stop()
 		})
 	}
+}
+
+// batchCounter is a light SSE reader for benchmarks: it counts the batch events of one
+// stream (lines "event: batch") without decoding them.
+type batchCounter struct {
+	mu      sync.Mutex
+	batches int64
+	started bool
+	err     error
+}
+
+// count reads the stream of table t on server from cursor until ctx ends.
+func (c *batchCounter) count(ctx context.Context, server, token, cursor string) {
+	req, _ := http.NewRequestWithContext(ctx, "GET", server+"/stream/"+token+"?cursor="+cursor, nil)
+	resp, err := nodesHTTP.Do(req)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("status %d", resp.StatusCode)
+	}
+	if err != nil {
+		c.mu.Lock()
+		c.err = err
+		c.mu.Unlock()
+		return
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		c.mu.Lock()
+		c.started = true
+		if sc.Text() == "event: batch" {
+			c.batches++
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *batchCounter) state() (int64, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.batches, c.started, c.err
+}
+
+// BenchmarkNodeSaturation measures a stream node's fan-out under load: 8 producers (in
+// this process) post b.N 1-row JSON commits in all to the writer as fast as they are
+// acknowledged, while 100 or 1,000 SSE streams of the node (light readers in this
+// process that count batch events) read every commit. deliveries/s is batch events
+// received ÷ wall time until the last arrived; cpu-us/delivery is the node process's CPU
+// time (/proc/PID/stat) over that time ÷ deliveries; commits/s the writer's rate.
+func BenchmarkNodeSaturation(b *testing.B) {
+	tp := startTopology(b, topologyConfig{nodes: 1})
+	w := tp.client(tp.writer)
+	w.createTable(b, "t")
+	_, token := tp.streamToken(b, w, "t")
+	node := tp.nodes[0]
+	var base int64
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("subscribers=%d", n), func(b *testing.B) {
+			from := w.snapshotCursor(b, "t")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			counters := make([]*batchCounter, n)
+			for i := range counters {
+				counters[i] = &batchCounter{}
+				go counters[i].count(ctx, node.URL, token, from)
+			}
+			waitUntil(b, 3*time.Minute, "every stream to start", func() bool {
+				for _, c := range counters {
+					if _, started, err := c.state(); err != nil {
+						b.Fatal(err)
+					} else if !started {
+						return false
+					}
+				}
+				return true
+			})
+			cpu := node.cpuTime()
+			began := time.Now()
+			b.ResetTimer()
+			l := newLedger()
+			producers := min(8, b.N)
+			if err := produceN(l, w, producers, b.N, base); err != nil {
+				b.Fatal(err)
+			}
+			committed := time.Since(began)
+			base += int64(b.N) * 10
+			waitUntil(b, 3*time.Minute, "every commit at every stream", func() bool {
+				for _, c := range counters {
+					if got, _, _ := c.state(); got < int64(b.N) {
+						return false
+					}
+				}
+				return true
+			})
+			b.StopTimer()
+			elapsed := time.Since(began)
+			cpu = node.cpuTime() - cpu
+			deliveries := float64(b.N) * float64(n)
+			b.ReportMetric(deliveries/elapsed.Seconds(), "deliveries/s")
+			b.ReportMetric(float64(cpu.Microseconds())/deliveries, "cpu-us/delivery")
+			b.ReportMetric(float64(b.N)/committed.Seconds(), "commits/s")
+		})
+	}
+}
+
+// produceN commits total 1-row commits into table t from producers goroutines, as fast
+// as they are acknowledged.
+func produceN(l *ledger, w apiClient, producers, total int, base int64) error {
+	errs := make(chan error, producers)
+	var wg sync.WaitGroup
+	for i := range producers {
+		wg.Go(func() {
+			for j := i; j < total; j += producers {
+				cm, err := w.ingest("t", i, []int64{base + int64(j)})
+				if err == nil {
+					err = l.add(cm)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
