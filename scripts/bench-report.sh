@@ -121,17 +121,18 @@ cat <<'METHOD'
   largest WAL found.
 - **`BenchmarkAppendSmall`** (store): in-process 100-row commits, one at a time.
 - **`BenchmarkDecode*`, `BenchmarkInfer*`** (ingest): the decoders alone on the same rows.
-- **`BenchmarkNodeDeliveryLatency/{writer,node1}`** (cmd/ducktail): a 3-node NATS cluster
-  (embedded servers in the benchmark process, file storage), a writer publishing to an R3
-  stream and one stream node, each `ducktail serve` a process of its own; 100 SSE
-  subscribers (Arrow IPC, in the benchmark process) on the writer, then 100 on the stream
-  node, in the same run; one 1-row commit at a time, the next when every subscriber has
-  the previous one. Latency = arrival of the `batch` event at a subscriber − the commit's
+- **`BenchmarkNodeDeliveryLatency`** (cmd/ducktail): a 3-node NATS cluster (embedded
+  servers in the benchmark process, file storage), a writer publishing to an R3 stream
+  and one stream node, each `ducktail serve` a process of its own; 100 SSE subscribers
+  (Arrow IPC, in the benchmark process) on the writer and 100 on the stream node read the
+  same commits, one 1-row commit at a time, the next when every subscriber has the
+  previous one. Latency = arrival of the `batch` event at a subscriber − the commit's
   committed-at (stamped by the writer before DuckDB's COMMIT, read from the JetStream
-  message); p50/p99 over every (commit, subscriber) pair. cpu-us/delivery = the serving
-  process's CPU time (`/proc/PID/stat`) over the loop ÷ batch events delivered: on the
-  writer it includes ingest, DuckDB and the publish, on the node its JetStream consumer
-  and fan-out. added-p50-ms = the node's p50 − the writer's.
+  message); p50/p99 over every (commit, subscriber) pair of each side; added-p50-ms = the
+  node's p50 − the writer's. All of it shares the two cores: the node's path also waits
+  for the CPU the writer's own 100 streams and the 200 clients take.
+  node-cpu-us/delivery = the node process's CPU time (`/proc/PID/stat`) over the loop ÷
+  its deliveries (its JetStream consumer and fan-out).
 - **`BenchmarkNodeSaturation/subscribers={100,1000}`** (cmd/ducktail): the same
   topology with one stream node; 8 producers post 1-row JSON commits to the writer as
   fast as they are acknowledged while that many SSE streams of the node (light readers in
