@@ -21,10 +21,13 @@ import (
 // TestNodesSameFramesAsWriter reads one table from the empty table's cursor on the
 // writer and on a stream node, in each framing (SSE, NDJSON, JSON-seq) and encoding
 // (Arrow IPC, JSON), across two replayed commits, then, once every stream has started,
-// live commits and a column added between two of them: the node sends the same records as the writer, in the same order, the
-// same bytes for JSON data and the same schema and rows for Arrow IPC data.
+// live commits and a column added between two of them, then a heartbeat (both servers
+// with --heartbeat-interval 500ms): the node sends the same records as the writer, in
+// the same order, the same bytes for JSON data and heartbeats, and the same schema and
+// rows for Arrow IPC data.
 func TestNodesSameFramesAsWriter(t *testing.T) {
-	tp := startTopology(t, topologyConfig{nodes: 1})
+	heartbeat := []string{"--heartbeat-interval", "500ms"}
+	tp := startTopology(t, topologyConfig{nodes: 1, writerFlags: heartbeat, nodeFlags: heartbeat})
 	w := tp.client(tp.writer)
 	start := w.createTable(t, "t")
 	_, token := tp.streamToken(t, w, "t")
@@ -75,9 +78,10 @@ func TestNodesSameFramesAsWriter(t *testing.T) {
 }
 
 // readRecords opens a stream of table t on server from cursor in framing (an Accept
-// value) and encoding, and returns its records, heartbeats left out, up to and with the
-// batches-th batch: SSE events as their lines (the preamble left out), NDJSON and JSON-seq records as their JSON.
-// It closes started at the first record.
+// value) and encoding, and returns its records up to and with the batches-th batch, then
+// the first heartbeat after it; other heartbeats are left out. SSE events are their
+// lines (the preamble left out), NDJSON and JSON-seq records their JSON. It closes
+// started at the first record.
 func readRecords(t testing.TB, server, token, framing, encoding, cursor string, batches int, started chan struct{}) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -102,7 +106,7 @@ func readRecords(t testing.TB, server, token, framing, encoding, cursor string, 
 	br := bufio.NewReader(resp.Body)
 	var out []string
 	var event []string
-	for seen := 0; seen < batches; {
+	for seen := 0; ; {
 		line, err := br.ReadString('\n')
 		if err != nil {
 			t.Errorf("%s %s: after %q: %v", server, framing, out, err)
@@ -128,17 +132,25 @@ func readRecords(t testing.TB, server, token, framing, encoding, cursor string, 
 		case line == "":
 			continue
 		}
-		if strings.Contains(line, "heartbeat") {
+		if isEvent(line, "heartbeat") {
+			if seen == batches {
+				return append(out, line)
+			}
 			continue
 		}
-		if strings.Contains(line, `"batch"`) || strings.HasPrefix(line, "event: batch") {
+		if isEvent(line, "batch") {
 			seen++
 		}
 		if out = append(out, line); len(out) == 1 {
 			close(started)
 		}
 	}
-	return out
+}
+
+// isEvent reports whether record (an SSE event's lines or a JSON record) is an event
+// named event.
+func isEvent(record, event string) bool {
+	return strings.HasPrefix(record, "event: "+event+"\n") || strings.HasPrefix(record, `{"event":"`+event+`"`)
 }
 
 // sameRecord returns why node's record is not writer's: the same bytes, or for Arrow

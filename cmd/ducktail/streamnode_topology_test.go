@@ -35,8 +35,8 @@ type topology struct {
 
 // topologyConfig varies a topology.
 type topologyConfig struct {
-	// writerFlags are added to the writer's flags.
-	writerFlags []string
+	// writerFlags are added to the writer's flags, nodeFlags to every stream node's.
+	writerFlags, nodeFlags []string
 	// nodes is the number of stream nodes (default 2).
 	nodes int
 	// writerTLS serves the writer with TLS and its self-signed certificate, which the
@@ -70,11 +70,12 @@ func startTopology(t testing.TB, cfg topologyConfig) *topology {
 	}
 	dataDir := t.TempDir()
 	args := append([]string{"--data-dir", dataDir, "--nats-url", strings.Join(proxied, ","), "--nats-replicas", "3"}, serverFlags...)
-	var nodeFlags, nodeEnv []string
+	nodeFlags := cfg.nodeFlags
+	var nodeEnv []string
 	if cfg.writerTLS {
 		args = slices.DeleteFunc(args, func(a string) bool { return a == "--plaintext" })
 		ca := filepath.Join(dataDir, tlsDir, api.SelfSignedCertFile)
-		nodeFlags, nodeEnv = []string{"--writer-ca", ca}, []string{"DUCKTAIL_WRITER_CA=" + ca}
+		nodeFlags, nodeEnv = append(nodeFlags, "--writer-ca", ca), []string{"DUCKTAIL_WRITER_CA=" + ca}
 	}
 	tp.writer = startServe(t, "writer", nil, append(args, cfg.writerFlags...)...)
 	admin, err := os.ReadFile(filepath.Join(dataDir, adminTokenFile))
@@ -96,7 +97,7 @@ func startTopology(t testing.TB, cfg topologyConfig) *topology {
 			continue
 		}
 		env := append([]string{"DUCKTAIL_ROLE=stream", "DUCKTAIL_NATS_URL=" + tp.nats.urls(), "DUCKTAIL_WRITER_URL=" + tp.writer.URL}, nodeEnv...)
-		tp.nodes = append(tp.nodes, startServe(t, name, env, serverFlags...))
+		tp.nodes = append(tp.nodes, startServe(t, name, env, append(serverFlags, cfg.nodeFlags...)...))
 	}
 	servers := tp.nodes
 	if !cfg.writerTLS {
