@@ -105,6 +105,7 @@ func (p *serveProcess) start() {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestNodesChild$", "-test.timeout=0")
 	cmd.Dir = p.dir
+	cmd.SysProcAttr = childProcAttr()
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, envPrefix) {
 			cmd.Env = append(cmd.Env, kv)
