@@ -43,10 +43,12 @@ vet:
 	$(GO) vet -tags $(TAGS) ./...
 	$(GO) tool staticcheck -tags $(TAGS) ./...
 
-## bench: Go benchmarks; writes docs/benchmarks.md with the numbers and the method
+## bench: Go benchmarks (the stream-node ones in cmd/ducktail and jetstream run a 3-node
+## NATS cluster in the test process, from the nats-server module); writes
+## docs/benchmarks.md with the numbers and the method
 bench: bench-data
 	mkdir -p bin
-	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem -timeout 60m ./api ./store ./ingest | tee bin/bench.out
+	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem -timeout 60m ./api ./store ./ingest ./jetstream ./cmd/ducktail | tee bin/bench.out
 	scripts/bench-report.sh bin/bench.out > docs/benchmarks.md
 
 ## bench-data: the 3M-row flights Parquet file (vega-datasets 3.2.1, npm registry)

@@ -139,6 +139,32 @@ cat <<'METHOD'
   largest WAL found.
 - **`BenchmarkAppendSmall`** (store): in-process 100-row commits, one at a time.
 - **`BenchmarkDecode*`, `BenchmarkInfer*`** (ingest): the decoders alone on the same rows.
+- **`BenchmarkNodeDeliveryLatency`** (cmd/ducktail): a 3-node NATS cluster (embedded
+  servers in the benchmark process, file storage), a writer publishing to an R3 stream
+  and one stream node, each `ducktail serve` a process of its own; 100 SSE subscribers
+  (Arrow IPC, in the benchmark process) on the writer and 100 on the stream node read the
+  same commits, one 1-row commit at a time, the next when every subscriber has the
+  previous one. Latency = arrival of the `batch` event at a subscriber − the commit's
+  committed-at (stamped by the writer before DuckDB's COMMIT, read from the JetStream
+  message); p50/p99 over every (commit, subscriber) pair of each side; added-p50-ms = the
+  node's p50 − the writer's. All of it shares the two cores: the node's path also waits
+  for the CPU the writer's own 100 streams and the 200 clients take.
+  node-cpu-us/delivery = the node process's CPU time (`/proc/PID/stat`) over the loop ÷
+  its deliveries (its JetStream consumer and fan-out).
+- **`BenchmarkNodeSaturation/subscribers={100,1000}`** (cmd/ducktail): the same
+  topology with one stream node; 8 producers post 1-row JSON commits to the writer as
+  fast as they are acknowledged while that many SSE streams of the node (light readers in
+  the benchmark process that count batch events) read every one; deliveries/s = batch
+  events received ÷ wall time until the last arrived, cpu-us/delivery = the node
+  process's CPU time ÷ deliveries, commits/s the writer's rate meanwhile.
+- **`BenchmarkNodePublishCost/{without-nats,jetstream-r3}`** (cmd/ducktail): a writer
+  process takes 1-row commits over HTTP, one at a time, without NATS, then publishing
+  to a new 3-node cluster's R3 stream; cpu-us/commit = its CPU time (`/proc/PID/stat`)
+  until JetStream has the last commit ÷ commits; publish-cpu-us/commit = the difference.
+- **`BenchmarkPublishLag`** (jetstream): 1-row commits over HTTP, one at a time, into a
+  writer in the benchmark process publishing to a single-node JetStream server; ns/op per
+  commit until JetStream acknowledged the last, lag-ms from the last ingest's
+  acknowledgement until the stream had it.
 
 Targets (issues): Arrow HTTP ÷ in-process ≥ 0.6; CSV and JSON ≥ 300,000 rows/s; p99
 under 10 ms at 1,000 subscribers; ≥ 100,000 deliveries/s; under 32 KiB per idle
@@ -147,5 +173,6 @@ restart after kill -9 under 2 s. Issue 13: ≥ 10,000 commits/s from 64 clients 
 1-row commits, ≤ 0.5 ms of server CPU per commit, single-client p50 ≤ 1.5 ms; at 100
 subscribers under saturation ≥ 170,000 deliveries/s and ≤ 5 µs of server CPU per
 delivery; under overload, RSS bounded and every subscriber either keeping up or told;
-shaped fan-out at most 2× the unshaped one.
+shaped fan-out at most 2× the unshaped one. Issue 15: at most 2 ms added at p50 through
+a stream node with 100 subscribers.
 METHOD
