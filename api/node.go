@@ -38,14 +38,15 @@ type NodeConfig struct {
 // /v1/tables/{table}/stream are served by hub, whose source is the writer's JetStream
 // stream, with the same events, framings, encodings, limits and refusals as on the writer;
 // tokens are checked by backend; /healthz, /readyz and /metrics are the node's own. Every
-// other request is proxied to the writer (httputil.ReverseProxy), and a shaped stream, or
-// a stream of a token with a policy, is redirected to the writer with 307 (the filter
-// runs where the rows are).
+// other request is proxied to the writer (httputil.ReverseProxy), and so is a stream only
+// the writer can serve (stream.ErrWriterOnly: a shaped one, or one of a token with a
+// policy, filtered where the rows are): a client needs the node's URL only, and keeps
+// its Authorization header, which a redirect to another host would drop.
 func NewStreamNode(cfg NodeConfig, backend Backend, hub *stream.Hub) *Server {
 	s := newServer(cfg.Config, hub, backend)
-	s.writer = cfg.Writer
 	proxy := httputil.NewSingleHostReverseProxy(cfg.Writer)
 	proxy.Transport = cfg.WriterTransport
+	proxy.FlushInterval = -1 // streams: every frame at once
 	proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
 		s.writeError(w, r, &store.Error{Code: store.CodeUnavailable, Message: "the writer did not answer: " + err.Error()})
 	}
@@ -62,17 +63,10 @@ func NewStreamNode(cfg NodeConfig, backend Backend, hub *stream.Hub) *Server {
 		r.With(s.authenticate).Get("/v1/tables/{table}/stream", s.streamByBearer)
 	})
 	r.Handle("/*", proxy)
+	s.proxy = proxy
 	s.router = r
 	s.walkMethods()
 	return s
-}
-
-// redirectToWriter answers a request a stream node leaves to the writer with 307 to the
-// same path and query there (RFC 9110, section 15.4.8: the method and body are kept).
-func (s *Server) redirectToWriter(w http.ResponseWriter, r *http.Request) {
-	u := *s.writer
-	u.Path, u.RawPath, u.RawQuery = r.URL.Path, r.URL.RawPath, r.URL.RawQuery
-	http.Redirect(w, r, u.String(), http.StatusTemporaryRedirect)
 }
 
 // backendName names the backend in readiness answers.

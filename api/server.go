@@ -68,7 +68,7 @@ type Server struct {
 	cfg     Config
 	db      *store.DB // nil on a stream node (NewStreamNode)
 	backend Backend
-	writer  *url.URL // a stream node's writer (NewStreamNode)
+	proxy   http.Handler // a stream node's proxy to its writer (NewStreamNode)
 	hub     *stream.Hub
 	reader  *snapshot.Reader
 	codec   *store.Cursors

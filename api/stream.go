@@ -82,12 +82,10 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 		s.refuseStream(w, r, "shape", err)
 		return
 	}
-	if s.reader == nil {
+	if s.proxy != nil && (spec.Where != "" || spec.Columns != nil || !policyOn(tok, table).Empty()) {
 		// A stream node: shapes are filtered where the rows are.
-		if spec.Where != "" || spec.Columns != nil || !policyOn(tok, table).Empty() {
-			s.redirectToWriter(w, r)
-			return
-		}
+		s.proxy.ServeHTTP(w, r)
+		return
 	}
 	// The shape is checked and compiled before the stream starts: a bad predicate is a
 	// 400 (docs/design.md, "Shapes and policies").
@@ -100,8 +98,8 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 	}
 	framing := negotiateFraming(r.Header.Get("Accept"))
 	sess, err := s.hub.Subscribe(stream.SubscribeRequest{Table: table, Token: tok, Framing: framing, Encoding: encoding, Cursor: cursor, Shape: shape})
-	if s.writer != nil && errors.Is(err, stream.ErrWriterOnly) {
-		s.redirectToWriter(w, r)
+	if s.proxy != nil && errors.Is(err, stream.ErrWriterOnly) {
+		s.proxy.ServeHTTP(w, r)
 		return
 	}
 	if err != nil {

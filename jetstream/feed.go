@@ -38,6 +38,9 @@ type feed struct {
 
 	mu      sync.Mutex
 	st      feedState
+	// schemas are the schema versions of the current activation seen so far (from its
+	// schema messages, or read from the catalog).
+	schemas map[int]*store.Schema
 	changed chan struct{} // closed and replaced at every change of st
 	cons    njs.ConsumeContext
 	// pending is how many messages JetStream had for the feed after its last one.
@@ -62,16 +65,19 @@ func (f *feed) start() error {
 		return &store.Error{Code: store.CodeUnavailable, Message: "table " + strconv.Quote(f.table.Name) + " has no message left in the JetStream stream's retention; stream it from the writer", Err: stream.ErrWriterOnly}
 	}
 	if err != nil {
-		return &store.Error{Code: store.CodeUnavailable, Message: "JetStream did not answer", Err: err}
+		return unavailable(err)
 	}
 	if err := f.take(ctx, last.Header, last.Data, false); err != nil {
-		return err
+		return unavailable(err)
+	}
+	if f.ended() {
+		return store.TableNotFound(f.table.Name)
 	}
 	cons, err := f.src.js.OrderedConsumer(ctx, f.src.Stream, njs.OrderedConsumerConfig{
 		FilterSubjects: []string{f.subject()}, DeliverPolicy: njs.DeliverByStartSequencePolicy, OptStartSeq: last.Sequence + 1,
 	})
 	if err != nil {
-		return &store.Error{Code: store.CodeUnavailable, Message: "JetStream did not answer", Err: err}
+		return unavailable(err)
 	}
 	cc, err := cons.Consume(func(m njs.Msg) {
 		f.src.received.Add(1)
@@ -83,12 +89,23 @@ func (f *feed) start() error {
 		}
 	})
 	if err != nil {
-		return &store.Error{Code: store.CodeUnavailable, Message: "JetStream did not answer", Err: err}
+		return unavailable(err)
 	}
 	f.mu.Lock()
 	f.cons = cc
 	f.mu.Unlock()
 	return nil
+}
+
+// drop stops the feed of a dropped table and forgets it: the table's next stream gets
+// not-found, or the feed of a new table of that name.
+func (f *feed) drop() {
+	f.stop()
+	f.src.mu.Lock()
+	if f.src.feeds[f.table.ID] == f {
+		delete(f.src.feeds, f.table.ID)
+	}
+	f.src.mu.Unlock()
 }
 
 // stop stops the feed's consumer.
@@ -123,9 +140,12 @@ func (f *feed) take(ctx context.Context, h nats.Header, data []byte, publish boo
 		if cur.activation == pos.Activation && pos.Seq <= cur.head {
 			return nil
 		}
+		if f.src.endedActivation(pos.Activation) {
+			return nil // a republish of an ended activation's commit
+		}
 		schema := cur.schema
 		if schema == nil || schema.Version != pub.version || cur.activation != pos.Activation {
-			if schema, err = f.src.schema(ctx, f.table.ID, pos.Activation, pub.version); err != nil {
+			if schema, err = f.schema(ctx, pos.Activation, pub.version); err != nil {
 				return err
 			}
 		}
@@ -149,9 +169,10 @@ func (f *feed) take(ctx context.Context, h nats.Header, data []byte, publish boo
 			return fmt.Errorf("schema %d: %w", pub.version, err)
 		}
 		cur := f.state()
-		if cur.activation == pos.Activation && cur.schema != nil && schema.Version <= cur.schema.Version {
+		if f.src.endedActivation(pos.Activation) || (cur.activation == pos.Activation && cur.schema != nil && schema.Version <= cur.schema.Version) {
 			return nil
 		}
+		f.keepSchema(pos.Activation, schema)
 		f.set(feedState{activation: pos.Activation, head: pos.Seq, schema: schema})
 		ev = store.SchemaEvent{TableName: f.table.Name, Position: pos, Schema: schema}
 		if pos.Seq == 0 && schema.Version == 1 {
@@ -161,10 +182,16 @@ func (f *feed) take(ctx context.Context, h nats.Header, data []byte, publish boo
 	case EventActivationEnded:
 		next, _ := uuid.Parse(h.Get(HeaderNewActivation))
 		reason := h.Get(HeaderReason)
+		if cur := f.state(); publish && cur.activation != pos.Activation {
+			return nil // a republished end, or one of an activation this feed never had
+		}
+		f.src.mu.Lock()
+		f.src.ended[pos.Activation] = activationEntry{Table: f.table.Name, Head: pos.Seq, Reason: reason}
+		f.src.mu.Unlock()
 		f.set(feedState{activation: next, dropped: reason == store.ReasonTableDropped})
 		ev = store.ActivationEnded{TableName: f.table.Name, Position: pos, Reason: reason, NewActivation: next}
-		if reason == store.ReasonTableDropped {
-			defer f.stop()
+		if reason == store.ReasonTableDropped && publish {
+			defer f.drop()
 		}
 	default:
 		return fmt.Errorf("unknown %s %q", HeaderEvent, kind)
@@ -221,17 +248,79 @@ func (f *feed) info(ctx context.Context) (store.TableInfo, error) {
 		Head: store.Position{TableID: f.table.ID, Activation: st.activation, Seq: st.head}, Schema: *st.schema}, nil
 }
 
-// schema reads a schema version of an activation from the catalog.
-func (s *Source) schema(ctx context.Context, tableID int64, activation uuid.UUID, version int) (*store.Schema, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.FetchTimeout)
-	defer cancel()
-	e, err := s.kv.Get(ctx, schemaKey(tableID, activation, version))
+// keepSchema remembers a schema version of activation, dropping those of earlier
+// activations.
+func (f *feed) keepSchema(activation uuid.UUID, schema *store.Schema) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.schemas == nil || f.st.activation != activation {
+		f.schemas = map[int]*store.Schema{}
+	}
+	f.schemas[schema.Version] = schema
+}
+
+// schema returns a schema version of activation: the one the feed saw, or the catalog's.
+func (f *feed) schema(ctx context.Context, activation uuid.UUID, version int) (*store.Schema, error) {
+	f.mu.Lock()
+	s := f.schemas[version]
+	same := f.st.activation == activation
+	f.mu.Unlock()
+	if s != nil && same {
+		return s, nil
+	}
+	s, err := f.src.schema(ctx, f.table.ID, activation, version)
 	if err != nil {
-		return nil, fmt.Errorf("schema version %d of table %d: %w", version, tableID, err)
+		return nil, err
+	}
+	f.mu.Lock()
+	if f.st.activation == activation {
+		if f.schemas == nil {
+			f.schemas = map[int]*store.Schema{}
+		}
+		f.schemas[version] = s
+	}
+	f.mu.Unlock()
+	return s, nil
+}
+
+// schema reads a schema version of an activation from the catalog. The writer puts it
+// before the message that names it, but a follower of the bucket may answer before it has
+// it: a missing key is read again until HeadWait. Errors: CodeUnavailable.
+func (s *Source) schema(ctx context.Context, tableID int64, activation uuid.UUID, version int) (*store.Schema, error) {
+	e, err := s.getKey(ctx, schemaKey(tableID, activation, version), s.HeadWait)
+	if err != nil {
+		return nil, unavailable(fmt.Errorf("schema version %d of table %d: %w", version, tableID, err))
 	}
 	schema := &store.Schema{}
 	if err := json.Unmarshal(e.Value(), schema); err != nil {
 		return nil, fmt.Errorf("schema version %d of table %d: %w", version, tableID, err)
 	}
 	return schema, nil
+}
+
+// getKey reads key from the catalog, reading a missing key again for up to wait.
+func (s *Source) getKey(ctx context.Context, key string, wait time.Duration) (njs.KeyValueEntry, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		gctx, cancel := context.WithTimeout(ctx, s.FetchTimeout)
+		e, err := s.kv.Get(gctx, key)
+		cancel()
+		if !errors.Is(err, njs.ErrKeyNotFound) || time.Now().After(deadline) {
+			return e, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+// unavailable marks err, a failure to read JetStream, as store.CodeUnavailable: a
+// stream ends with reconnect, not failure (stream.ReasonSourceUnavailable).
+func unavailable(err error) error {
+	if err == nil || store.ErrorCode(err) == store.CodeUnavailable {
+		return err
+	}
+	return &store.Error{Code: store.CodeUnavailable, Message: "JetStream did not answer", Err: err}
 }

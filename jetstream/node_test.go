@@ -129,7 +129,7 @@ func nums(from, to int) []string {
 // node reading it, in one process: a subscriber on the node gets every commit after its
 // baseline once, in order; a cursor of the node resumes on the node, and a snapshot's
 // cursor from the writer (through the node's proxy) hands off exactly; a shaped stream is
-// redirected to the writer; a revocation on the writer ends the node's stream; a reset
+// proxied to the writer; a revocation on the writer ends the node's stream; a reset
 // reaches the node's subscriber as on the writer.
 func TestStreamNodeServesTheWritersStream(t *testing.T) {
 	ns := newNATS(t, "n1", 0)
@@ -193,17 +193,11 @@ func TestStreamNodeServesTheWritersStream(t *testing.T) {
 		t.Fatalf("hand-off from the writer's snapshot: %v", got)
 	}
 
-	// A shaped stream is the writer's.
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, _ = http.NewRequest("GET", n.base+"/v1/tables/t/stream?where=n%3E3", nil)
-	req.Header.Set("Authorization", "Bearer "+secret)
-	resp, err = noRedirect.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusTemporaryRedirect || loc != c.base+"/v1/tables/t/stream?where=n%3E3" {
-		t.Fatalf("shaped stream on the node: %d %q", resp.StatusCode, loc)
+	// A shaped stream is the writer's, proxied: only the writer makes shaped ("r2.")
+	// cursors.
+	shaped := subscribe(t, n.base, "/v1/tables/t/stream?where=n%3E3", secret, "")
+	if ev := shaped.next(); ev.Event != "schema" || !strings.HasPrefix(ev.ID, "r2.") {
+		t.Fatalf("shaped stream on the node: %q %q, want the writer's shaped schema event", ev.Event, ev.ID)
 	}
 
 	// A reset on the writer reaches the node's subscriber.
@@ -241,7 +235,7 @@ func TestStreamNodeServesTheWritersStream(t *testing.T) {
 // TestStreamNodeCursorBeyondRetention purges the oldest messages of the stream, as its
 // retention would: a cursor whose next commit is gone gets refresh-required
 // beyond_retention on the node, one whose next commit is still there resumes exactly, and
-// a table with no message left is redirected to the writer; a drop on the writer ends the
+// a table with no message left is proxied to the writer; a drop on the writer ends the
 // node's stream with table_dropped.
 func TestStreamNodeCursorBeyondRetention(t *testing.T) {
 	ns := newNATS(t, "n1", 0)
@@ -300,16 +294,11 @@ func TestStreamNodeCursorBeyondRetention(t *testing.T) {
 	if err := s.Purge(ctx, njs.WithPurgeSubject(jetstream.TableSubject(jetstream.DefaultSubjectPrefix, idle.ID))); err != nil {
 		t.Fatal(err)
 	}
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, _ := http.NewRequest("GET", n.base+"/v1/tables/idle/stream", nil)
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := noRedirect.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusTemporaryRedirect || loc != c.base+"/v1/tables/idle/stream" {
-		t.Fatalf("a table with no message left in the stream: %d %q", resp.StatusCode, loc)
+	proxied := subscribe(t, n.base, "/v1/tables/idle/stream", c.token, "")
+	if ev := proxied.next(); ev.Event != "schema" {
+		t.Fatalf("a table with no message left in the stream: %q, want the writer's schema event", ev.Event)
+	} else if p, err := codec.Decode(ev.ID); err != nil || p.Seq != 1 || p.TableID != idle.ID {
+		t.Fatalf("a table with no message left in the stream: baseline %+v %v, want the writer's head", p, err)
 	}
 
 	c.must(204, "DELETE", "/v1/tables/t", "", "")

@@ -41,10 +41,11 @@ func (tx *replayTx) Table(_ context.Context, name string) (store.TableInfo, erro
 }
 
 // Activation returns the current activation of a live table with its feed's head, or an
-// ended one from the catalog. Errors: a CodeNotFound *store.Error.
+// ended one as a feed saw it end or as the catalog records it. Errors: a CodeNotFound
+// *store.Error; CodeUnavailable.
 func (tx *replayTx) Activation(ctx context.Context, tableID int64, id uuid.UUID) (store.Activation, error) {
 	f, err := tx.src.feedByID(tableID)
-	if err != nil {
+	if err != nil && store.ErrorCode(err) != store.CodeNotFound {
 		return store.Activation{}, err
 	}
 	if f != nil {
@@ -52,20 +53,34 @@ func (tx *replayTx) Activation(ctx context.Context, tableID int64, id uuid.UUID)
 			return store.Activation{ID: id, TableID: tableID, TableName: f.table.Name, Head: st.head}, nil
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, tx.src.FetchTimeout)
+	tx.src.mu.Lock()
+	a, ok := tx.src.ended[id]
+	tx.src.mu.Unlock()
+	if !ok {
+		if a, err = tx.src.catalogActivation(ctx, tableID, id); err != nil {
+			return store.Activation{}, err
+		}
+	}
+	return store.Activation{ID: id, TableID: tableID, TableName: a.Table, Head: a.Head, Ended: true, Reason: a.Reason}, nil
+}
+
+// catalogActivation reads an ended activation from the catalog. Errors: a CodeNotFound
+// *store.Error; CodeUnavailable.
+func (s *Source) catalogActivation(ctx context.Context, tableID int64, id uuid.UUID) (activationEntry, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.FetchTimeout)
 	defer cancel()
-	e, err := tx.src.kv.Get(ctx, activationKey(tableID, id))
+	e, err := s.kv.Get(ctx, activationKey(tableID, id))
 	if errors.Is(err, njs.ErrKeyNotFound) {
-		return store.Activation{}, &store.Error{Code: store.CodeNotFound, Message: "no activation " + id.String() + " of table " + strconv.FormatInt(tableID, 10)}
+		return activationEntry{}, &store.Error{Code: store.CodeNotFound, Message: "no activation " + id.String() + " of table " + strconv.FormatInt(tableID, 10)}
 	}
 	if err != nil {
-		return store.Activation{}, err
+		return activationEntry{}, unavailable(err)
 	}
 	var a activationEntry
 	if err := json.Unmarshal(e.Value(), &a); err != nil {
-		return store.Activation{}, err
+		return activationEntry{}, err
 	}
-	return store.Activation{ID: id, TableID: tableID, TableName: a.Table, Head: a.Head, Ended: true, Reason: a.Reason}, nil
+	return a, nil
 }
 
 // CommitStats counts the commits after after through through, after checking that the
@@ -98,7 +113,7 @@ func (tx *replayTx) Schemas(ctx context.Context, a store.Activation) (map[int]*s
 	}
 	out := make(map[int]*store.Schema, st.schema.Version)
 	for v := 1; v <= st.schema.Version; v++ {
-		if out[v], err = tx.src.schema(ctx, a.TableID, a.ID, v); err != nil {
+		if out[v], err = f.schema(ctx, a.ID, v); err != nil {
 			return nil, err
 		}
 	}
@@ -179,7 +194,7 @@ func (tx *replayTx) get(ctx context.Context, seq uint64, subject string) (*njs.R
 	if errors.Is(err, njs.ErrMsgNotFound) {
 		return nil, &store.CursorError{Reason: ReasonBeyondRetention}
 	}
-	return m, err
+	return m, unavailable(err)
 }
 
 // locate returns the stream sequence of commit seq of activation a, the current one of
@@ -192,7 +207,7 @@ func (tx *replayTx) locate(ctx context.Context, a store.Activation, seq int64) (
 	info, err := tx.src.str.Info(ictx)
 	cancel()
 	if err != nil {
-		return 0, err
+		return 0, unavailable(err)
 	}
 	subject := TableSubject(tx.src.SubjectPrefix, a.TableID)
 	lo, hi := info.State.FirstSeq, info.State.LastSeq+1

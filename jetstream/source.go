@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	njs "github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,6 +73,9 @@ type Source struct {
 	// changed is closed and replaced whenever tables or tokens change.
 	changed chan struct{}
 	feeds   map[int64]*feed // the tables in use, by id
+	// ended holds the activations whose end a feed received, so that a cursor of one is
+	// judged without reading the catalog, which a follower may answer late.
+	ended map[uuid.UUID]activationEntry
 }
 
 var _ stream.Source = (*Source)(nil)
@@ -104,6 +108,7 @@ func (s *Source) Start(ctx context.Context, nc *nats.Conn, hub Hub) error {
 	s.js, s.hub = js, hub
 	s.tables, s.tokens, s.feeds = map[string]tableEntry{}, map[string]store.Token{}, map[int64]*feed{}
 	s.changed = make(chan struct{})
+	s.ended = map[uuid.UUID]activationEntry{}
 	for {
 		err = s.open(ctx)
 		if err == nil {
@@ -236,10 +241,15 @@ func (s *Source) Close() {
 	s.cancel()
 	s.watch.Stop()
 	s.mu.Lock()
+	feeds := make([]*feed, 0, len(s.feeds))
 	for _, f := range s.feeds {
-		f.stop()
+		feeds = append(feeds, f)
 	}
 	s.mu.Unlock()
+	// Stopped outside the lock: a consumer's Stop may wait while it reconnects.
+	for _, f := range feeds {
+		f.stop()
+	}
 	s.wg.Wait()
 }
 
@@ -330,8 +340,12 @@ func (s *Source) feedOf(name string) (*feed, error) {
 		s.mu.Unlock()
 		return nil, store.TableNotFound(name)
 	}
-	if f := s.feeds[t.ID]; f != nil && !f.ended() {
+	if f := s.feeds[t.ID]; f != nil {
 		s.mu.Unlock()
+		if f.ended() {
+			// Dropped: the catalog's entry is stale until its deletion arrives.
+			return nil, store.TableNotFound(name)
+		}
 		return f, nil
 	}
 	f := newFeed(s, t)
@@ -367,14 +381,31 @@ func (s *Source) feedByID(tableID int64) (*feed, error) {
 
 // AwaitHead implements stream.Source: it waits, up to HeadWait, until the feed of pos's
 // table has the commit at pos, or has moved on to another activation.
-func (s *Source) AwaitHead(ctx context.Context, pos store.Position) {
+func (s *Source) AwaitHead(ctx context.Context, pos store.Position) bool {
 	f, err := s.feedByID(pos.TableID)
 	if err != nil || f == nil {
-		return
+		return true // a table this node does not know: the read judges the cursor
+	}
+	has := func(st feedState) bool {
+		return (st.activation == pos.Activation && st.head >= pos.Seq) || s.endedActivation(pos.Activation)
+	}
+	if has(f.state()) {
+		return true
+	}
+	if _, err := s.catalogActivation(ctx, pos.TableID, pos.Activation); err == nil {
+		return true // ended long ago
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.HeadWait)
 	defer cancel()
-	f.await(ctx, func(st feedState) bool { return st.activation != pos.Activation || st.head >= pos.Seq })
+	return has(f.await(ctx, has))
+}
+
+// endedActivation reports whether a feed of this node saw activation id end.
+func (s *Source) endedActivation(id uuid.UUID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.ended[id]
+	return ok
 }
 
 // Read implements stream.Source: fn reads the stream within its retention.

@@ -128,6 +128,7 @@ type Hub struct {
 	wakeQ  []*tableLog
 	wakeUp chan struct{}
 
+	opened atomic.Bool
 	closed atomic.Bool
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -197,6 +198,7 @@ func (h *Hub) Open() error {
 		defer h.wg.Done()
 		h.waker()
 	}()
+	h.opened.Store(true)
 	return nil
 }
 
@@ -234,8 +236,8 @@ func (h *Hub) waker() {
 // number of subscribers, who read the log at their own pace. The store calls it from its
 // writer goroutine, in commit order.
 func (h *Hub) Publish(e store.Event) {
-	if h.closed.Load() {
-		return
+	if !h.opened.Load() || h.closed.Load() {
+		return // before Open (a stream node's source starts first) there is no session
 	}
 	it := item{event: e}
 	var table int64

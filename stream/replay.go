@@ -56,8 +56,9 @@ func (s *Session) startReplay(ctx context.Context) error {
 		s.refresh(ReasonShapeMismatch)
 		return nil
 	}
-	s.hub.Source.AwaitHead(ctx, pos)
+	caughtUp := s.hub.Source.AwaitHead(ctx, pos)
 	var reason string
+	var behind bool
 	var r replay
 	var first *store.Schema
 	err = s.hub.Source.Read(ctx, func(tx ReplayTx) error {
@@ -71,6 +72,9 @@ func (s *Session) startReplay(ctx context.Context) error {
 		}
 		a, err := tx.Activation(ctx, pos.TableID, pos.Activation)
 		switch {
+		case store.ErrorCode(err) == store.CodeNotFound && !caughtUp:
+			behind = true // an activation the source has not received yet
+			return nil
 		case store.ErrorCode(err) == store.CodeNotFound:
 			reason = ReasonForeignCursor
 			return nil
@@ -85,6 +89,9 @@ func (s *Session) startReplay(ctx context.Context) error {
 			return nil
 		case a.Ended:
 			reason = a.Reason
+			return nil
+		case pos.Seq > a.Head && !caughtUp:
+			behind = true
 			return nil
 		case pos.Seq > a.Head:
 			reason = ReasonCursorAhead
@@ -113,6 +120,10 @@ func (s *Session) startReplay(ctx context.Context) error {
 		r = replay{activation: a, schemas: schemas, through: a.Head, chunk: replayFirstChunkCommits}
 		return nil
 	})
+	if behind {
+		s.out = append(s.out, terminalFrame(s.framing, EventReconnect, ReasonSourceBehind, s.hub.RetryMS(), ""))
+		return nil
+	}
 	if ended, err := s.endRead(ctx, err, reason); ended {
 		return err
 	}
@@ -311,7 +322,7 @@ func (s *Session) endRead(ctx context.Context, err error, reason string) (ended 
 		s.refresh(ce.Reason)
 		return true, nil
 	case err != nil:
-		s.out = append(s.out, s.internalFailure(err))
+		s.out = append(s.out, s.readFailure(err))
 		return true, nil
 	case reason != "":
 		s.refresh(reason)

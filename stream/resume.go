@@ -11,6 +11,17 @@ const (
 	ReasonReplayLimit   = "replay_limit"   // replay would exceed max_replay_commits or max_replay_rows
 )
 
+// Reasons a stream ends with reconnect because of its source (a stream node's JetStream),
+// to be resumed with the same cursor.
+const (
+	// ReasonSourceUnavailable: the source did not answer a read (Source.Read,
+	// Source.Table with store.CodeUnavailable).
+	ReasonSourceUnavailable = "source_unavailable"
+	// ReasonSourceBehind: the cursor names a commit the source has not received after
+	// Source.AwaitHead's wait (a stream node behind the writer).
+	ReasonSourceBehind = "source_behind"
+)
+
 // MaxLastEventIDLen is the longest Last-Event-ID header accepted, in bytes.
 const MaxLastEventIDLen = 512
 

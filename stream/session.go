@@ -428,6 +428,18 @@ func (s *Session) internalFailure(err error) Frame {
 	return terminalFrame(s.framing, EventFailure, "internal", 0, "internal error")
 }
 
+// readFailure is the terminal frame of a failed read of the source: reconnect, reason
+// ReasonSourceUnavailable, when the source said it is unavailable for now (a stream
+// node whose JetStream does not answer, store.CodeUnavailable), so that the client
+// resumes; an internal failure otherwise.
+func (s *Session) readFailure(err error) Frame {
+	if store.ErrorCode(err) == store.CodeUnavailable {
+		s.hub.Logger.Warn("stream source unavailable; the client is told to reconnect", "table", s.table, "err", err)
+		return terminalFrame(s.framing, EventReconnect, ReasonSourceUnavailable, s.hub.RetryMS(), "")
+	}
+	return s.internalFailure(err)
+}
+
 func (s *Session) refresh(reason string) {
 	s.out = append(s.out, terminalFrame(s.framing, EventRefreshRequired, reason, 0, ""))
 }
@@ -447,7 +459,7 @@ func (s *Session) start(ctx context.Context) error {
 		return nil
 	}
 	if err != nil {
-		s.out = append(s.out, s.internalFailure(err))
+		s.out = append(s.out, s.readFailure(err))
 		return nil
 	}
 	s.pos = info.Head

@@ -26,11 +26,12 @@ type Source interface {
 	// LookupToken returns the token with the given id. Errors: a CodeNotFound
 	// *store.Error.
 	LookupToken(id string) (store.Token, error)
-	// AwaitHead returns once the source has the commits of pos's table through pos,
-	// when ctx ends, or after the source's own bound; a resume with a cursor the source
-	// does not have yet (taken from a snapshot of the writer, ahead of a stream node)
-	// waits here before its cursor is judged ahead of the table.
-	AwaitHead(ctx context.Context, pos store.Position)
+	// AwaitHead returns true once the source has the commits of pos's table through
+	// pos (or knows pos's activation ended), false when ctx ends or after the source's
+	// own bound: a resume with a cursor the source does not have yet (taken from a
+	// snapshot of the writer, ahead of a stream node) waits here; one still ahead after
+	// a false is told to reconnect (ReasonSourceBehind), not refresh-required.
+	AwaitHead(ctx context.Context, pos store.Position) bool
 	// Read runs fn on one consistent view of the commit log and the tables' rows.
 	// A *store.CursorError from fn's reads ends the stream with refresh-required and its
 	// reason (a cursor older than what the source retains).
@@ -81,7 +82,7 @@ func (l Local) LookupToken(id string) (store.Token, error) { return l.DB.LookupT
 
 // AwaitHead implements Source: the store updates its catalog before publishing, so it
 // already has every commit a cursor of it can name.
-func (Local) AwaitHead(context.Context, store.Position) {}
+func (Local) AwaitHead(context.Context, store.Position) bool { return true }
 
 // Read implements Source with one store.ReadTx.
 func (l Local) Read(ctx context.Context, fn func(ReplayTx) error) error {
