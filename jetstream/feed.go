@@ -36,8 +36,8 @@ type feed struct {
 	src   *Source
 	table tableEntry
 
-	mu      sync.Mutex
-	st      feedState
+	mu sync.Mutex
+	st feedState
 	// schemas are the schema versions of the current activation seen so far (from its
 	// schema messages, or read from the catalog).
 	schemas map[int]*store.Schema
