@@ -224,9 +224,8 @@ func (p *Publisher) putRaw(ctx context.Context, key string, value []byte) error 
 }
 
 // catalogAfter updates the catalog after event e reached the table subjects: a new table
-// is put once its activation's first schema is on its subject; an ended activation is
-// recorded and a dropped table deleted; a created or revoked token is put (the revocation
-// before its message, so that a node that sees the message finds the token revoked).
+// is put once its activation's first schema is on its subject, and a dropped table is
+// deleted. Tokens are put by runTokens, apart from the table events.
 func (p *Publisher) catalogAfter(ctx context.Context, e store.Event) error {
 	switch e := e.(type) {
 	case store.ActivationStarted:
@@ -235,8 +234,6 @@ func (p *Publisher) catalogAfter(ctx context.Context, e store.Event) error {
 		if e.Reason == store.ReasonTableDropped {
 			return p.deleteKey(ctx, tableKey(e.TableName))
 		}
-	case store.TokenCreated:
-		return p.putJSON(ctx, tokenKeyPrefix+e.Token.ID, entryOf(e.Token))
 	}
 	return nil
 }

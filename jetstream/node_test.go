@@ -327,3 +327,43 @@ func TestStreamNodeMetrics(t *testing.T) {
 		t.Fatalf("a stream node's /metrics: %d\n%s", resp.StatusCode, body)
 	}
 }
+
+// TestStreamNodeRevocationDoesNotWaitForCommits blocks the writer's ordered queue of
+// table events with a commit larger than the NATS server's max_payload (retried without
+// end), then revokes a token: the revocation still reaches the stream node, which ends the
+// token's stream, because tokens reach the catalog bucket apart from the table events.
+func TestStreamNodeRevocationDoesNotWaitForCommits(t *testing.T) {
+	ns := newNATS(t, "n1", 0)
+	ns.opts.MaxPayload = 16 << 10
+	ns.start()
+	w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), connect(t, ns.url()), 0, 1, nil, func(p *jetstream.Publisher) {
+		p.Retry = 20 * time.Millisecond
+	})
+	c := w.http
+	c.must(201, "POST", "/v1/tables", "application/json", `{"name":"t","columns":[{"name":"s","type":"VARCHAR"}]}`)
+	_, secret, err := w.stack.Store.CreateToken(context.Background(), store.PurposeStream, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := openNode(t, ns.url(), c.base)
+	s := subscribe(t, n.base, "/v1/tables/t/stream?encoding=json", secret, "")
+	if ev := s.next(); ev.Event != "schema" {
+		t.Fatalf("first event %q", ev.Event)
+	}
+	big := strings.Repeat("x", 64<<10)
+	c.must(201, "POST", "/v1/tables/t/rows", "application/x-ndjson", `{"s":"`+big+`"}`)
+	waitFor(t, "the publisher to fail on the large commit", func() bool { return w.pub.Stats().Failures > 0 })
+
+	tok, _ := w.stack.Store.Authenticate(secret)
+	c.must(204, "DELETE", "/v1/tokens/"+tok.ID, "", "")
+	got := make(chan ssetest.Event, 1)
+	go func() { got <- s.next() }()
+	select {
+	case ev := <-got:
+		if ev.Event != "failure" || !strings.Contains(ev.Data, "token_revoked") {
+			t.Fatalf("after the revocation: %q %s", ev.Event, ev.Data)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the revocation did not reach the stream node while the table events were blocked")
+	}
+}

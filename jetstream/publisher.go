@@ -59,6 +59,7 @@ type Publisher struct {
 	Now func() time.Time
 
 	queue  chan store.Event
+	tokens chan string // token ids for the catalog bucket (tokens.go)
 	behind atomic.Bool
 
 	js     njs.JetStream
@@ -84,6 +85,7 @@ func NewPublisher(next store.Publisher, queueSize int) *Publisher {
 		Next: next, Stream: DefaultStream, SubjectPrefix: DefaultSubjectPrefix, Replicas: 1,
 		Duplicates: DefaultDuplicates, Retry: DefaultRetry, PublishTimeout: DefaultPublishTimeout,
 		Logger: slog.Default(), Now: time.Now, queue: make(chan store.Event, queueSize),
+		tokens: make(chan string, tokenQueueSize),
 	}
 }
 
@@ -91,6 +93,9 @@ func NewPublisher(next store.Publisher, queueSize int) *Publisher {
 // without blocking; when the queue is full the event is left to the commit log.
 func (p *Publisher) Publish(e store.Event) {
 	p.Next.Publish(e)
+	if id := tokenOf(e); id != "" {
+		p.queueToken(id)
+	}
 	select {
 	case p.queue <- e:
 	default:
@@ -111,10 +116,15 @@ func (p *Publisher) Start(nc *nats.Conn, db *store.DB) error {
 	p.js, p.db, p.state = js, db, map[int64]published{}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
-	p.wg.Add(1)
+	ready := make(chan struct{})
+	p.wg.Add(2)
 	go func() {
 		defer p.wg.Done()
-		p.run(ctx)
+		p.run(ctx, ready)
+	}()
+	go func() {
+		defer p.wg.Done()
+		p.runTokens(ctx, ready)
 	}()
 	return nil
 }
@@ -142,10 +152,13 @@ func (p *Publisher) Stats() Stats {
 		Failures: p.failures.Load(), Queued: len(p.queue)}
 }
 
-func (p *Publisher) run(ctx context.Context) {
+// run creates the stream and the catalog bucket, closes ready, then publishes until ctx
+// ends.
+func (p *Publisher) run(ctx context.Context, ready chan<- struct{}) {
 	if !p.retry(ctx, "create the stream", p.ensureStream) || !p.retry(ctx, "create the catalog bucket", p.ensureCatalog) {
 		return
 	}
+	close(ready)
 	p.behind.Store(true)
 	for {
 		if p.behind.Swap(false) {
@@ -259,9 +272,6 @@ func (p *Publisher) publishEvent(ctx context.Context, e store.Event) error {
 		}
 		return p.sendEnded(ctx, e.TableName, e.Position, e.Reason, e.NewActivation)
 	case store.TokenRevoked:
-		if err := p.putJSON(ctx, tokenKeyPrefix+e.TokenID, entryOf(e.Token)); err != nil {
-			return err
-		}
 		return p.send(ctx, revokedMessage(p.SubjectPrefix, e.TokenID), "revoked."+e.TokenID)
 	}
 	return nil
