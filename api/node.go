@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/ducktail/ducktail/snapshot"
 	"github.com/ducktail/ducktail/store"
 	"github.com/ducktail/ducktail/stream"
 )
@@ -32,16 +33,20 @@ type NodeConfig struct {
 	// WriterTransport carries the proxied requests (its TLS configuration trusts the
 	// writer's certificate); nil means http.DefaultTransport.
 	WriterTransport http.RoundTripper
+	// Shapes compiles the shapes of the node's streams (a store.ShapeEngine, which is also
+	// the hub's Shaper); required.
+	Shapes snapshot.Querier
 }
 
 // NewStreamNode returns the HTTP API of a stream node: GET /stream/{token} and GET
 // /v1/tables/{table}/stream are served by hub, whose source is the writer's JetStream
 // stream, with the same events, framings, encodings, limits and refusals as on the writer;
-// tokens are checked by backend; /healthz, /readyz and /metrics are the node's own. Every
-// other request is proxied to the writer (httputil.ReverseProxy), and so is a stream only
-// the writer can serve (stream.ErrWriterOnly: a shaped one, or one of a token with a
-// policy, filtered where the rows are): a client needs the node's URL only, and keeps
-// its Authorization header, which a redirect to another host would drop.
+// tokens are checked by backend; shapes and policies are compiled with cfg.Shapes and
+// filtered by the hub's Shaper, as on the writer; /healthz, /readyz and /metrics are the
+// node's own. Every other request is proxied to the writer (httputil.ReverseProxy), and so
+// is a stream only the writer can serve (stream.ErrWriterOnly: a table with no message
+// left in JetStream): a client needs the node's URL only, and keeps its Authorization
+// header, which a redirect to another host would drop.
 func NewStreamNode(cfg NodeConfig, backend Backend, hub *stream.Hub) *Server {
 	s := newServer(cfg.Config, hub, backend)
 	proxy := httputil.NewSingleHostReverseProxy(cfg.Writer)
@@ -63,7 +68,7 @@ func NewStreamNode(cfg NodeConfig, backend Backend, hub *stream.Hub) *Server {
 		r.With(s.authenticate).Get("/v1/tables/{table}/stream", s.streamByBearer)
 	})
 	r.Handle("/*", proxy)
-	s.proxy = proxy
+	s.proxy, s.shapes = proxy, cfg.Shapes
 	s.router = r
 	s.walkMethods()
 	return s

@@ -68,7 +68,8 @@ type Server struct {
 	cfg     Config
 	db      *store.DB // nil on a stream node (NewStreamNode)
 	backend Backend
-	proxy   http.Handler // a stream node's proxy to its writer (NewStreamNode)
+	proxy   http.Handler     // a stream node's proxy to its writer (NewStreamNode)
+	shapes  snapshot.Querier // a stream node's shape compiler (NewStreamNode)
 	hub     *stream.Hub
 	reader  *snapshot.Reader
 	codec   *store.Cursors

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ducktail/ducktail/snapshot"
 	"github.com/ducktail/ducktail/store"
 	"github.com/ducktail/ducktail/stream"
 )
@@ -50,6 +51,23 @@ func (s *Server) streamByPathToken(w http.ResponseWriter, r *http.Request) {
 	s.serveStream(w, r, tok, table)
 }
 
+// streamShape compiles a stream's shape: with the snapshot reader on the writer; on a
+// stream node with its shape engine, against the table as its source has it
+// (snapshot.CompileShape). Errors: snapshot.Reader.Shape's, and the source's.
+func (s *Server) streamShape(r *http.Request, table string, spec snapshot.ShapeSpec, policy store.TokenPolicy) (*store.Shape, error) {
+	if s.reader != nil {
+		return s.reader.Shape(r.Context(), table, spec, policy)
+	}
+	if spec.Where == "" && spec.Columns == nil && policy.Empty() {
+		return nil, nil
+	}
+	info, err := s.hub.Source.Table(table)
+	if err != nil {
+		return nil, err
+	}
+	return snapshot.CompileShape(r.Context(), s.shapes, info, spec, policy)
+}
+
 // serveStream checks everything that can fail before the stream starts (origin, purpose
 // and scope, Last-Event-ID framing, encoding, table, admission), answering those with a
 // 4xx or 503, then sends 200 and writes the session's frames until a terminal event, the
@@ -82,19 +100,16 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 		s.refuseStream(w, r, "shape", err)
 		return
 	}
-	if s.proxy != nil && (spec.Where != "" || spec.Columns != nil || !policyOn(tok, table).Empty()) {
-		// A stream node: shapes are filtered where the rows are.
+	// The shape is checked and compiled before the stream starts: a bad predicate is a
+	// 400 (docs/design.md, "Shapes and policies").
+	shape, err := s.streamShape(r, table, spec, policyOn(tok, table))
+	if s.proxy != nil && errors.Is(err, stream.ErrWriterOnly) {
 		s.proxy.ServeHTTP(w, r)
 		return
 	}
-	// The shape is checked and compiled before the stream starts: a bad predicate is a
-	// 400 (docs/design.md, "Shapes and policies").
-	var shape *store.Shape
-	if s.reader != nil {
-		if shape, err = s.reader.Shape(r.Context(), table, spec, policyOn(tok, table)); err != nil {
-			s.refuseStream(w, r, string(store.ErrorCode(err)), err)
-			return
-		}
+	if err != nil {
+		s.refuseStream(w, r, string(store.ErrorCode(err)), err)
+		return
 	}
 	framing := negotiateFraming(r.Header.Get("Accept"))
 	sess, err := s.hub.Subscribe(stream.SubscribeRequest{Table: table, Token: tok, Framing: framing, Encoding: encoding, Cursor: cursor, Shape: shape})

@@ -34,8 +34,9 @@ func openNode(t testing.TB, natsURL, writerURL string) *node {
 	t.Helper()
 	src := jetstream.NewSource()
 	src.Logger = quiet
+	shapes := store.NewShapeEngine()
 	hub := stream.NewHub(src)
-	hub.Logger = quiet
+	hub.Logger, hub.Shaper = quiet, shapes
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := src.Start(ctx, connect(t, natsURL), hub); err != nil {
@@ -45,11 +46,12 @@ func openNode(t testing.TB, natsURL, writerURL string) *node {
 		t.Fatal(err)
 	}
 	u, _ := url.Parse(writerURL)
-	srv := httptest.NewServer(api.NewStreamNode(api.NodeConfig{Config: api.Config{RateLimit: -1, Logger: quiet}, Writer: u}, src, hub))
+	srv := httptest.NewServer(api.NewStreamNode(api.NodeConfig{Config: api.Config{RateLimit: -1, Logger: quiet}, Writer: u, Shapes: shapes}, src, hub))
 	t.Cleanup(func() {
 		srv.Close()
 		hub.Close()
 		src.Close()
+		shapes.Close()
 	})
 	return &node{src: src, hub: hub, base: srv.URL}
 }
@@ -193,11 +195,32 @@ func TestStreamNodeServesTheWritersStream(t *testing.T) {
 		t.Fatalf("hand-off from the writer's snapshot: %v", got)
 	}
 
-	// A shaped stream is the writer's, proxied: only the writer makes shaped ("r2.")
-	// cursors.
-	shaped := subscribe(t, n.base, "/v1/tables/t/stream?where=n%3E3", secret, "")
+	// A shaped stream is the node's own, filtered by its shape engine: rows of n > 12
+	// only, with the writer's shaped ("r2.") cursors.
+	shaped := subscribe(t, n.base, "/v1/tables/t/stream?encoding=json&where=n%3E12", secret, "")
 	if ev := shaped.next(); ev.Event != "schema" || !strings.HasPrefix(ev.ID, "r2.") {
-		t.Fatalf("shaped stream on the node: %q %q, want the writer's shaped schema event", ev.Event, ev.ID)
+		t.Fatalf("shaped stream on the node: %q %q, want a shaped schema event", ev.Event, ev.ID)
+	}
+	ingest(12, 14)
+	if got := shaped.batches(2); strings.Join(got, ",") != "13,14" {
+		t.Fatalf("shaped stream on the node: %v, want [13 14]", got)
+	}
+	// The writer's shaped snapshot cursor resumes on the node under the same shape: the
+	// node compiles it to the same tag.
+	req, _ = http.NewRequest("GET", c.base+"/v1/tables/t/snapshot?where=n%3E12", nil)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "application/x-ndjson")
+	if resp, err = http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("shaped snapshot: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	shapedResume := subscribe(t, n.base, "/v1/tables/t/stream?encoding=json&where=n%3E12", secret, resp.Header.Get(api.CursorHeader))
+	if ev := shapedResume.next(); ev.Event != "schema" {
+		t.Fatalf("a shaped snapshot's cursor on the node: %q %s", ev.Event, ev.Data)
+	}
+	ingest(15, 15)
+	if got := shapedResume.batches(1); strings.Join(got, ",") != "15" {
+		t.Fatalf("shaped hand-off on the node: %v, want [15]", got)
 	}
 
 	// A reset on the writer reaches the node's subscriber.

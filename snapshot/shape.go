@@ -91,8 +91,26 @@ func (r *Reader) Shape(ctx context.Context, table string, spec ShapeSpec, policy
 	return shape, err
 }
 
-// compileShape is Shape inside a read transaction, against info.
-func compileShape(ctx context.Context, tx *store.ReadTx, info store.TableInfo, spec ShapeSpec, policy store.TokenPolicy) (*store.Shape, error) {
+// Querier runs a query returning one VARCHAR in DuckDB: a read transaction
+// (store.ReadTx), or a shape engine of its own (store.ShapeEngine) on a stream node. Shapes
+// are compiled with it; it reads no table.
+type Querier interface {
+	QueryString(ctx context.Context, query string, args ...any) (string, error)
+}
+
+// CompileShape is Shape against info, the table as a stream node's source has it, with q
+// for DuckDB's parser and binder: a stream node compiles the shapes of its streams with a
+// store.ShapeEngine, so that they are the writer's, to the byte (the same canonical
+// predicate, the same cursor tag). Errors: Shape's, but for CodeNotFound.
+func CompileShape(ctx context.Context, q Querier, info store.TableInfo, spec ShapeSpec, policy store.TokenPolicy) (*store.Shape, error) {
+	if spec.Where == "" && spec.Columns == nil && policy.Empty() {
+		return nil, nil
+	}
+	return compileShape(ctx, q, info, spec, policy)
+}
+
+// compileShape is Shape against info, parsed and bound with tx.
+func compileShape(ctx context.Context, tx Querier, info store.TableInfo, spec ShapeSpec, policy store.TokenPolicy) (*store.Shape, error) {
 	all := info.Schema.Columns
 	visible := all
 	if policy.Columns != nil {
@@ -188,7 +206,7 @@ func unknownColumn(table, column, field string) error {
 // nothing else, so that no text in where can reach outside the expression. Then DuckDB's
 // binder checks it over an empty relation of the visible columns, which finds type
 // errors before any row is read.
-func checkPredicate(ctx context.Context, tx *store.ReadTx, table string, visible []store.Column, where string) (string, []store.Column, error) {
+func checkPredicate(ctx context.Context, tx Querier, table string, visible []store.Column, where string) (string, []store.Column, error) {
 	invalid := func(format string, args ...any) error {
 		return &store.Error{Code: store.CodeInvalid, Field: "where", Message: "where: " + fmt.Sprintf(format, args...)}
 	}
@@ -356,7 +374,7 @@ func (c *predicateCheck) check(n map[string]any, class string, depth int) error 
 // bindPredicate has DuckDB bind the predicate over an empty relation of the visible
 // columns, typed as in the table: type errors (a comparison of a number with text that
 // is no number, an unknown function signature) are found before any row is read.
-func bindPredicate(ctx context.Context, tx *store.ReadTx, visible []store.Column, canonical string) error {
+func bindPredicate(ctx context.Context, tx Querier, visible []store.Column, canonical string) error {
 	cols := make([]string, len(visible))
 	for i, c := range visible {
 		cols[i] = "CAST(NULL AS " + string(c.Type) + ") AS " + store.QuoteIdent(c.Name)

@@ -20,18 +20,23 @@ import (
 // that first need a commit's shape, a few at a time.
 const shaperConns = 4
 
-// shaper is the shape engine: an in-memory DuckDB database of its own, with the file's
-// settings (no external access, the same TimeZone, a locked configuration), where each
-// commit's rows are filtered through a shape's predicate (docs/design.md, "Shapes and
+// ShapeEngine is the shape engine: an in-memory DuckDB database of its own, with the
+// file's settings (no external access, the same TimeZone, a locked configuration), where
+// each commit's rows are filtered through a shape's predicate (docs/design.md, "Shapes and
 // policies"). It holds no table and is never reachable from user SQL: a query connection
-// reads the file's database only. It opens on first use.
-type shaper struct {
+// reads the file's database only. It opens on first use. Each DB has one; a stream node,
+// which has no DB, makes its own (NewShapeEngine) to filter and to compile shapes with
+// (QueryString). It is safe for concurrent use; Close it when done.
+type ShapeEngine struct {
 	once sync.Once
 	db   *sql.DB
 	err  error
 }
 
-func (sh *shaper) open(ctx context.Context) (*sql.DB, error) {
+// NewShapeEngine returns a shape engine of its own, not yet open.
+func NewShapeEngine() *ShapeEngine { return &ShapeEngine{} }
+
+func (sh *ShapeEngine) open(ctx context.Context) (*sql.DB, error) {
 	sh.once.Do(func() {
 		q := url.Values{}
 		q.Set("enable_external_access", "false")
@@ -61,22 +66,57 @@ func (sh *shaper) open(ctx context.Context) (*sql.DB, error) {
 	return sh.db, sh.err
 }
 
-func (sh *shaper) close() error {
+// Close closes the engine's database.
+func (sh *ShapeEngine) Close() error {
 	if sh.db == nil {
 		return nil
 	}
 	return sh.db.Close()
 }
 
+// QueryString runs a query returning one VARCHAR in the engine, as ReadTx.QueryString
+// does in a read transaction: what package snapshot compiles shapes with on a stream
+// node. Errors: DuckDB's.
+func (sh *ShapeEngine) QueryString(ctx context.Context, query string, args ...any) (string, error) {
+	sdb, err := sh.open(ctx)
+	if err != nil {
+		return "", err
+	}
+	var out string
+	err = sdb.QueryRowContext(ctx, query, args...).Scan(&out)
+	return out, err
+}
+
 // ShapeRecords returns the rows of recs (one commit's rows, shaped by schema.Arrow())
 // that match shape, with the shape's columns: records shaped by shape.Project(schema)
 // .Arrow(), in Go memory, which the caller may hold as long as it likes. A shape with a
-// predicate is evaluated by DuckDB, in the shape engine (shaper), over the records
+// predicate is evaluated by DuckDB, in the shape engine (ShapeEngine), over the records
 // registered as an Arrow view; a shape without one only picks columns. recs themselves
 // are neither modified nor released. Errors: DuckDB's (a predicate failing on a value,
 // such as a bad cast), ErrClosed.
 func (db *DB) ShapeRecords(ctx context.Context, schema *Schema, recs []arrow.RecordBatch, shape *Shape) ([]arrow.RecordBatch, error) {
-	out, errs := db.ShapeRecordsEach(ctx, schema, recs, []*Shape{shape})
+	if err := db.checkOpen(); err != nil {
+		return nil, err
+	}
+	return db.shaper.ShapeRecords(ctx, schema, recs, shape)
+}
+
+// ShapeRecordsEach is ShapeEngine.ShapeRecordsEach in the database's engine. Errors: its,
+// and ErrClosed.
+func (db *DB) ShapeRecordsEach(ctx context.Context, schema *Schema, recs []arrow.RecordBatch, shapes []*Shape) ([][]arrow.RecordBatch, []error) {
+	if err := db.checkOpen(); err != nil {
+		errs := make([]error, len(shapes))
+		for i := range errs {
+			errs[i] = err
+		}
+		return make([][]arrow.RecordBatch, len(shapes)), errs
+	}
+	return db.shaper.ShapeRecordsEach(ctx, schema, recs, shapes)
+}
+
+// ShapeRecords is ShapeRecordsEach for one shape (DB.ShapeRecords has the contract).
+func (sh *ShapeEngine) ShapeRecords(ctx context.Context, schema *Schema, recs []arrow.RecordBatch, shape *Shape) ([]arrow.RecordBatch, error) {
+	out, errs := sh.ShapeRecordsEach(ctx, schema, recs, []*Shape{shape})
 	return out[0], errs[0]
 }
 
@@ -86,7 +126,7 @@ func (db *DB) ShapeRecords(ctx context.Context, schema *Schema, recs []arrow.Rec
 // read it. When that query fails (a predicate failing on a value), each shape is
 // evaluated alone, so that only the failing shape gets the error. Every shape must apply
 // to schema (Shape.Check).
-func (db *DB) ShapeRecordsEach(ctx context.Context, schema *Schema, recs []arrow.RecordBatch, shapes []*Shape) ([][]arrow.RecordBatch, []error) {
+func (sh *ShapeEngine) ShapeRecordsEach(ctx context.Context, schema *Schema, recs []arrow.RecordBatch, shapes []*Shape) ([][]arrow.RecordBatch, []error) {
 	out, errs := make([][]arrow.RecordBatch, len(shapes)), make([]error, len(shapes))
 	rows := int64(0)
 	for _, r := range recs {
@@ -106,25 +146,22 @@ func (db *DB) ShapeRecordsEach(ctx context.Context, schema *Schema, recs []arrow
 	if len(filtered) == 0 {
 		return out, errs
 	}
-	if err := db.filter(ctx, schema, recs, shapes, filtered, out); err == nil || len(filtered) == 1 {
+	if err := sh.filter(ctx, schema, recs, shapes, filtered, out); err == nil || len(filtered) == 1 {
 		for _, i := range filtered {
 			errs[i] = err
 		}
 		return out, errs
 	}
 	for _, i := range filtered {
-		errs[i] = db.filter(ctx, schema, recs, shapes, []int{i}, out)
+		errs[i] = sh.filter(ctx, schema, recs, shapes, []int{i}, out)
 	}
 	return out, errs
 }
 
 // filter evaluates the predicates of shapes[which] over recs in one query and sets
 // out[i] for each; on error it sets none.
-func (db *DB) filter(ctx context.Context, schema *Schema, recs []arrow.RecordBatch, shapes []*Shape, which []int, out [][]arrow.RecordBatch) error {
-	if err := db.checkOpen(); err != nil {
-		return err
-	}
-	sdb, err := db.shaper.open(ctx)
+func (sh *ShapeEngine) filter(ctx context.Context, schema *Schema, recs []arrow.RecordBatch, shapes []*Shape, which []int, out [][]arrow.RecordBatch) error {
+	sdb, err := sh.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -93,7 +93,7 @@ type DB struct {
 	sqlDB     *sql.DB
 	writer    *writer
 	cursors   *Cursors
-	shaper    shaper // the shape engine (shaper.go)
+	shaper    ShapeEngine // the shape engine (shaper.go)
 
 	stats storeStats
 
@@ -222,7 +222,7 @@ func (db *DB) Close() error {
 	if _, err := db.sqlDB.ExecContext(context.Background(), "CHECKPOINT"); err != nil {
 		errs = append(errs, fmt.Errorf("checkpoint: %w", err))
 	}
-	errs = append(errs, db.writer.close(), db.sqlDB.Close(), db.shaper.close())
+	errs = append(errs, db.writer.close(), db.sqlDB.Close(), db.shaper.Close())
 	return errors.Join(errs...)
 }
 

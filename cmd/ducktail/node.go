@@ -15,6 +15,7 @@ import (
 	"github.com/ducktail/ducktail/api"
 	dtclient "github.com/ducktail/ducktail/api/client"
 	"github.com/ducktail/ducktail/jetstream"
+	"github.com/ducktail/ducktail/store"
 )
 
 // Roles of `ducktail serve` (docs/scaling.md, "Topology").
@@ -30,8 +31,9 @@ type nodeConfig struct {
 	WriterURL string
 	WriterCA  string
 
-	src  *jetstream.Source
-	conn *nats.Conn
+	src    *jetstream.Source
+	conn   *nats.Conn
+	shapes *store.ShapeEngine
 }
 
 func addNodeFlags(f *pflag.FlagSet, c *nodeConfig) {
@@ -72,12 +74,13 @@ func (m *Main) runNode(ctx context.Context) error {
 	if err := c.src.Start(ctx, nc, m.Hub); err != nil {
 		return err
 	}
-	m.Hub.Source = c.src
+	c.shapes = store.NewShapeEngine()
+	m.Hub.Source, m.Hub.Shaper = c.src, c.shapes
 	m.Hub.Logger = m.Logger.With("component", "stream")
 	if err := m.Hub.Open(); err != nil {
 		return err
 	}
-	cfg := api.NodeConfig{Config: m.API, Writer: writer, WriterTransport: transport}
+	cfg := api.NodeConfig{Config: m.API, Writer: writer, WriterTransport: transport, Shapes: c.shapes}
 	cfg.Logger = m.Logger.With("component", "api")
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
@@ -87,10 +90,13 @@ func (m *Main) runNode(ctx context.Context) error {
 	return m.listen(handler, "writer", writer.String())
 }
 
-// close stops the source and the connection of a stream node.
+// close stops the source, the connection and the shape engine of a stream node.
 func (c *nodeConfig) close() {
 	if c.src != nil {
 		c.src.Close()
+	}
+	if c.shapes != nil {
+		c.shapes.Close()
 	}
 	if c.conn != nil {
 		c.conn.Close()
