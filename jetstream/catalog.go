@@ -124,15 +124,23 @@ func (p *Publisher) deleteKey(ctx context.Context, key string) error {
 }
 
 // syncCatalog makes the catalog match the store, after a catch-up has put every live
-// table's activation on its subject: the cursor key, every live table and its current
-// activation's schema versions, every token; tables and tokens the store no longer has
-// are deleted.
+// table's activation on its subject: the cursor key, every live table whose activation
+// the stream has, and its schema versions, every token; tables and tokens the store no
+// longer has are deleted.
 func (p *Publisher) syncCatalog(ctx context.Context) error {
 	if err := p.putRaw(ctx, keyCursorKey, p.db.Cursors().Key()); err != nil {
 		return err
 	}
 	live := map[string]bool{}
 	for _, info := range p.db.Tables() {
+		key := tableKey(info.Name)
+		if st, ok := p.state[info.ID]; !ok || st.activation != info.Head.Activation {
+			// Created (or reset) after the catch-up read the tables: its subject does
+			// not show the activation yet, and a node must not see the table before it
+			// does. Its queued ActivationStarted puts it.
+			live[key] = true
+			continue
+		}
 		var schemas map[int]*store.Schema
 		err := p.db.Read(ctx, func(tx *store.ReadTx) error {
 			a, err := tx.Activation(ctx, info.ID, info.Head.Activation)
@@ -153,7 +161,6 @@ func (p *Publisher) syncCatalog(ctx context.Context) error {
 				return err
 			}
 		}
-		key := tableKey(info.Name)
 		live[key] = true
 		if err := p.putJSON(ctx, key, tableEntry{ID: info.ID, Name: info.Name, CreatedAt: info.CreatedAt}); err != nil {
 			return err
