@@ -185,9 +185,7 @@ func (f *feed) take(ctx context.Context, h nats.Header, data []byte, publish boo
 		if cur := f.state(); publish && cur.activation != pos.Activation {
 			return nil // a republished end, or one of an activation this feed never had
 		}
-		f.src.mu.Lock()
-		f.src.ended[pos.Activation] = activationEntry{Table: f.table.Name, Head: pos.Seq, Reason: reason}
-		f.src.mu.Unlock()
+		f.src.rememberEnded(pos.Activation, activationEntry{Table: f.table.Name, Head: pos.Seq, Reason: reason})
 		f.set(feedState{activation: next, dropped: reason == store.ReasonTableDropped})
 		ev = store.ActivationEnded{TableName: f.table.Name, Position: pos, Reason: reason, NewActivation: next}
 		if reason == store.ReasonTableDropped && publish {

@@ -75,7 +75,8 @@ type Source struct {
 	feeds   map[int64]*feed // the tables in use, by id
 	// ended holds the activations whose end a feed received, so that a cursor of one is
 	// judged without reading the catalog, which a follower may answer late.
-	ended map[uuid.UUID]activationEntry
+	ended      map[uuid.UUID]activationEntry
+	endedOrder []uuid.UUID // ended's keys, oldest first (at most maxEnded)
 }
 
 var _ stream.Source = (*Source)(nil)
@@ -398,6 +399,26 @@ func (s *Source) AwaitHead(ctx context.Context, pos store.Position) bool {
 	ctx, cancel := context.WithTimeout(ctx, s.HeadWait)
 	defer cancel()
 	return has(f.await(ctx, has))
+}
+
+// maxEnded bounds the ended activations a Source keeps in memory; past it the oldest is
+// forgotten, and a cursor of it is judged from the catalog bucket, where the writer
+// recorded it long before.
+const maxEnded = 4096
+
+// rememberEnded records that a feed saw activation id end.
+func (s *Source) rememberEnded(id uuid.UUID, a activationEntry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.ended[id]; ok {
+		return
+	}
+	if len(s.endedOrder) >= maxEnded {
+		delete(s.ended, s.endedOrder[0])
+		s.endedOrder = s.endedOrder[1:]
+	}
+	s.ended[id] = a
+	s.endedOrder = append(s.endedOrder, id)
 }
 
 // endedActivation reports whether a feed of this node saw activation id end.
