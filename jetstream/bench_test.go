@@ -10,6 +10,7 @@ import (
 
 	njs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ducktail/ducktail/internal/natstest"
 	"github.com/ducktail/ducktail/jetstream"
 )
 
@@ -19,9 +20,9 @@ import (
 // last, and lag-ms the wait after the last ingest's acknowledgement until the stream
 // had it (polled every millisecond).
 func BenchmarkPublishLag(b *testing.B) {
-	ns := newNATS(b, "n1", 0)
-	ns.start()
-	nc := connect(b, ns.url())
+	ns := natstest.New(b, "n1", 0)
+	ns.Start()
+	nc := connect(b, ns.URL())
 	w := openWriter(b, filepath.Join(b.TempDir(), "ducktail.duckdb"), nc, 0, 1, nil)
 	c := w.http
 	c.must(201, "POST", "/v1/tables", "application/json", `{"name":"t","columns":[{"name":"n","type":"BIGINT"}]}`)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ducktail/ducktail/internal/natstest"
 	"github.com/ducktail/ducktail/jetstream"
 )
 
@@ -18,15 +19,15 @@ func TestClusterR3SurvivesANodeRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 3-node NATS cluster")
 	}
-	routes := []int{freePort(t), freePort(t), freePort(t)}
-	nodes := make([]*natsNode, 3)
+	routes := []int{natstest.FreePort(t), natstest.FreePort(t), natstest.FreePort(t)}
+	nodes := make([]*natstest.Server, 3)
 	urls := make([]string, 3)
 	for i := range nodes {
-		nodes[i] = newNATS(t, fmt.Sprintf("n%d", i+1), routes[i], routes...)
-		urls[i] = nodes[i].url()
+		nodes[i] = natstest.New(t, fmt.Sprintf("n%d", i+1), routes[i], routes...)
+		urls[i] = nodes[i].URL()
 	}
 	for _, n := range nodes {
-		n.start()
+		n.Start()
 	}
 	nc := connect(t, strings.Join(urls, ","))
 	w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), nc, 0, 3, nil, func(p *jetstream.Publisher) {
@@ -41,9 +42,9 @@ func TestClusterR3SurvivesANodeRestart(t *testing.T) {
 		switch n {
 		case 10:
 			readStream(t, nc, subject, jetstream.HeaderSeq, "10")
-			nodes[0].stop()
+			nodes[0].Stop()
 		case 20:
-			nodes[0].start()
+			nodes[0].Start()
 		}
 	}
 	for _, u := range urls {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ducktail/ducktail/internal/natstest"
 	"github.com/ducktail/ducktail/jetstream"
 )
 
@@ -65,29 +66,29 @@ func TestKill9BetweenCommitAndPublish(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns and kills writer processes")
 	}
-	ns := newNATS(t, "n1", 0)
-	ns.start()
+	ns := natstest.New(t, "n1", 0)
+	ns.Start()
 	path := filepath.Join(t.TempDir(), "ducktail.duckdb")
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cmd, token := startWriter(t, path, addr, ns.url())
+	addr := fmt.Sprintf("127.0.0.1:%d", natstest.FreePort(t))
+	cmd, token := startWriter(t, path, addr, ns.URL())
 	c := &client{t: t, base: "http://" + addr, token: token}
 	c.must(201, "POST", "/v1/tables", "application/json", `{"name":"t","columns":[{"name":"n","type":"BIGINT"}]}`)
 	const published, unpublished = 5, 5
 	for n := 1; n <= published; n++ {
 		c.must(201, "POST", "/v1/tables/t/rows", "application/x-ndjson", fmt.Sprintf(`{"n":%d}`, n))
 	}
-	nc := connect(t, ns.url())
+	nc := connect(t, ns.URL())
 	subject := jetstream.TableSubject(jetstream.DefaultSubjectPrefix, 1)
 	readStream(t, nc, subject, jetstream.HeaderSeq, strconv.Itoa(published))
 
-	ns.stop()
+	ns.Stop()
 	for n := published + 1; n <= published+unpublished; n++ {
 		c.must(201, "POST", "/v1/tables/t/rows", "application/x-ndjson", fmt.Sprintf(`{"n":%d}`, n))
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
 
-	ns.start()
+	ns.Start()
 	check := func() {
 		t.Helper()
 		msgs := readStream(t, nc, subject, jetstream.HeaderSeq, strconv.Itoa(published+unpublished))
@@ -104,11 +105,11 @@ func TestKill9BetweenCommitAndPublish(t *testing.T) {
 			}
 		}
 	}
-	cmd, _ = startWriter(t, path, addr, ns.url())
+	cmd, _ = startWriter(t, path, addr, ns.URL())
 	check()
 	cmd.Process.Kill()
 	cmd.Wait()
-	startWriter(t, path, addr, ns.url())
+	startWriter(t, path, addr, ns.URL())
 	c.must(201, "POST", "/v1/tables/t/rows", "application/x-ndjson", `{"n":11}`)
 	msgs := readStream(t, nc, subject, jetstream.HeaderSeq, "11")
 	if len(msgs) != 12 {

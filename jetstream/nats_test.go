@@ -3,85 +3,19 @@ package jetstream_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	njs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ducktail/ducktail/jetstream"
 )
-
-// freePort returns a loopback TCP port free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// natsNode is one embedded NATS server with JetStream, restartable on the same port and
-// store directory.
-type natsNode struct {
-	t    testing.TB
-	opts server.Options
-	srv  *server.Server
-}
-
-// newNATS returns a node on a free loopback port with JetStream under a temporary
-// directory; with routes, a member of cluster "ducktail" listening for routes on
-// clusterPort. Call start.
-func newNATS(t testing.TB, name string, clusterPort int, routes ...int) *natsNode {
-	n := &natsNode{t: t, opts: server.Options{
-		ServerName: name, Host: "127.0.0.1", Port: freePort(t), JetStream: true,
-		StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-	}}
-	if clusterPort != 0 {
-		n.opts.Cluster = server.ClusterOpts{Name: "ducktail", Host: "127.0.0.1", Port: clusterPort}
-		for _, p := range routes {
-			n.opts.Routes = append(n.opts.Routes, &url.URL{Scheme: "nats", Host: "127.0.0.1:" + strconv.Itoa(p)})
-		}
-	}
-	return n
-}
-
-func (n *natsNode) start() {
-	n.t.Helper()
-	opts := n.opts
-	srv, err := server.NewServer(&opts)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		n.t.Fatalf("nats %s did not start", n.opts.ServerName)
-	}
-	n.srv = srv
-	n.t.Cleanup(n.stop)
-}
-
-func (n *natsNode) stop() {
-	if n.srv != nil {
-		n.srv.Shutdown()
-		n.srv.WaitForShutdown()
-		n.srv = nil
-	}
-}
-
-func (n *natsNode) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.opts.Port) }
 
 // connect returns a client connection that reconnects without end.
 func connect(t testing.TB, urls string) *nats.Conn {

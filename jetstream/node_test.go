@@ -16,6 +16,7 @@ import (
 	njs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ducktail/ducktail/api"
+	"github.com/ducktail/ducktail/internal/natstest"
 	"github.com/ducktail/ducktail/internal/ssetest"
 	"github.com/ducktail/ducktail/jetstream"
 	"github.com/ducktail/ducktail/store"
@@ -134,9 +135,9 @@ func nums(from, to int) []string {
 // proxied to the writer; a revocation on the writer ends the node's stream; a reset
 // reaches the node's subscriber as on the writer.
 func TestStreamNodeServesTheWritersStream(t *testing.T) {
-	ns := newNATS(t, "n1", 0)
-	ns.start()
-	w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), connect(t, ns.url()), 0, 1, nil)
+	ns := natstest.New(t, "n1", 0)
+	ns.Start()
+	w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), connect(t, ns.URL()), 0, 1, nil)
 	c := w.http
 	c.must(201, "POST", "/v1/tables", "application/json", `{"name":"t","columns":[{"name":"n","type":"BIGINT"}]}`)
 	ingest := func(from, to int) {
@@ -149,7 +150,7 @@ func TestStreamNodeServesTheWritersStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := openNode(t, ns.url(), c.base)
+	n := openNode(t, ns.URL(), c.base)
 	codec := w.stack.Store.Cursors()
 
 	live := subscribe(t, n.base, "/v1/tables/t/stream?encoding=json", secret, "")
@@ -261,9 +262,9 @@ func TestStreamNodeServesTheWritersStream(t *testing.T) {
 // a table with no message left is proxied to the writer; a drop on the writer ends the
 // node's stream with table_dropped.
 func TestStreamNodeCursorBeyondRetention(t *testing.T) {
-	ns := newNATS(t, "n1", 0)
-	ns.start()
-	nc := connect(t, ns.url())
+	ns := natstest.New(t, "n1", 0)
+	ns.Start()
+	nc := connect(t, ns.URL())
 	w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), nc, 0, 1, nil)
 	c := w.http
 	c.must(201, "POST", "/v1/tables", "application/json", `{"name":"t","columns":[{"name":"n","type":"BIGINT"}]}`)
@@ -295,7 +296,7 @@ func TestStreamNodeCursorBeyondRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	n := openNode(t, ns.url(), c.base)
+	n := openNode(t, ns.URL(), c.base)
 	codec := w.stack.Store.Cursors()
 	cursor := func(seq int64) string {
 		return codec.Encode(store.Position{TableID: info.ID, Activation: info.Head.Activation, Seq: seq})
@@ -336,10 +337,10 @@ func TestStreamNodeCursorBeyondRetention(t *testing.T) {
 // TestStreamNodeMetrics scrapes a stream node's /metrics: its own JetStream path and
 // stream metrics, and no store metrics (it has no store).
 func TestStreamNodeMetrics(t *testing.T) {
-	ns := newNATS(t, "n1", 0)
-	ns.start()
-	w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), connect(t, ns.url()), 0, 1, nil)
-	n := openNode(t, ns.url(), w.http.base)
+	ns := natstest.New(t, "n1", 0)
+	ns.Start()
+	w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), connect(t, ns.URL()), 0, 1, nil)
+	n := openNode(t, ns.URL(), w.http.base)
 	resp, err := http.Get(n.base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -356,10 +357,10 @@ func TestStreamNodeMetrics(t *testing.T) {
 // end), then revokes a token: the revocation still reaches the stream node, which ends the
 // token's stream, because tokens reach the catalog bucket apart from the table events.
 func TestStreamNodeRevocationDoesNotWaitForCommits(t *testing.T) {
-	ns := newNATS(t, "n1", 0)
-	ns.opts.MaxPayload = 16 << 10
-	ns.start()
-	w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), connect(t, ns.url()), 0, 1, nil, func(p *jetstream.Publisher) {
+	ns := natstest.New(t, "n1", 0)
+	ns.Opts.MaxPayload = 16 << 10
+	ns.Start()
+	w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), connect(t, ns.URL()), 0, 1, nil, func(p *jetstream.Publisher) {
 		p.Retry = 20 * time.Millisecond
 	})
 	c := w.http
@@ -368,7 +369,7 @@ func TestStreamNodeRevocationDoesNotWaitForCommits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := openNode(t, ns.url(), c.base)
+	n := openNode(t, ns.URL(), c.base)
 	s := subscribe(t, n.base, "/v1/tables/t/stream?encoding=json", secret, "")
 	if ev := s.next(); ev.Event != "schema" {
 		t.Fatalf("first event %q", ev.Event)

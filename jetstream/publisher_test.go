@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ducktail/ducktail/api"
+	"github.com/ducktail/ducktail/internal/natstest"
 	"github.com/ducktail/ducktail/jetstream"
 	"github.com/ducktail/ducktail/store"
 	"github.com/ducktail/ducktail/stream"
@@ -83,9 +84,9 @@ func TestPublishesEveryEventInOrder(t *testing.T) {
 		queue int
 	}{{"queued", 0}, {"from the commit log", 1}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ns := newNATS(t, "n1", 0)
-			ns.start()
-			nc := connect(t, ns.url())
+			ns := natstest.New(t, "n1", 0)
+			ns.Start()
+			nc := connect(t, ns.URL())
 			w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), nc, tc.queue, 1, nil)
 			c := w.http
 			c.must(201, "POST", "/v1/tables", "application/json", `{"name":"t","columns":[{"name":"n","type":"BIGINT"}]}`)
@@ -172,8 +173,8 @@ func TestPublishesEveryEventInOrder(t *testing.T) {
 // not publish them (JetStream would have expired them), and the next commit arrives after
 // the schema, alone.
 func TestCatchUpSkipsCommitsPastRetention(t *testing.T) {
-	ns := newNATS(t, "n1", 0)
-	nc := connect(t, ns.url())
+	ns := natstest.New(t, "n1", 0)
+	nc := connect(t, ns.URL())
 	w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), nc, 0, 1, nil, func(p *jetstream.Publisher) {
 		p.MaxAge, p.Retry, p.PublishTimeout = time.Hour, 20*time.Millisecond, time.Second
 		p.Now = func() time.Time { return time.Now().Add(2 * time.Hour) }
@@ -183,7 +184,7 @@ func TestCatchUpSkipsCommitsPastRetention(t *testing.T) {
 	for n := 1; n <= 3; n++ {
 		c.must(201, "POST", "/v1/tables/t/rows", "application/x-ndjson", fmt.Sprintf(`{"n":%d}`, n))
 	}
-	ns.start()
+	ns.Start()
 	subject := jetstream.TableSubject(jetstream.DefaultSubjectPrefix, 1)
 	// The three commits' events stay queued until the catch-up has run; a commit made
 	// before would be in it, and past the retention on the test's clock.
@@ -203,8 +204,8 @@ func TestCatchUpSkipsCommitsPastRetention(t *testing.T) {
 // the events that did not fit are counted, and once JetStream is up they reach it from the
 // commit log, each schema version before the commits that use it.
 func TestOverflowIsReadFromTheCommitLog(t *testing.T) {
-	ns := newNATS(t, "n1", 0)
-	nc := connect(t, ns.url())
+	ns := natstest.New(t, "n1", 0)
+	nc := connect(t, ns.URL())
 	w := openWriter(t, filepath.Join(t.TempDir(), "ducktail.duckdb"), nc, 1, 1, nil, func(p *jetstream.Publisher) {
 		p.Retry, p.PublishTimeout = 20*time.Millisecond, time.Second
 	})
@@ -220,7 +221,7 @@ func TestOverflowIsReadFromTheCommitLog(t *testing.T) {
 	if st := w.pub.Stats(); st.Overflows != 8 || st.Queued != 1 {
 		t.Fatalf("stats before JetStream is up: %+v; want 8 overflows, 1 queued", st)
 	}
-	ns.start()
+	ns.Start()
 	msgs := readStream(t, nc, jetstream.TableSubject(jetstream.DefaultSubjectPrefix, 1), jetstream.HeaderSeq, "6")
 	var got []string
 	for _, m := range msgs {

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	njs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ducktail/ducktail/internal/natstest"
 	"github.com/ducktail/ducktail/jetstream"
 )
 
@@ -20,20 +20,13 @@ import (
 // an embedded JetStream server: a commit ingested over HTTP reaches the stream on its
 // table's subject, and /metrics has the publisher's metrics.
 func TestServeWithNATSURLPublishesCommits(t *testing.T) {
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	defer ns.Shutdown()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats did not start")
-	}
+	ns := natstest.New(t, "n1", 0)
+	ns.Start()
 	dir := t.TempDir()
 	m := NewMain()
 	m.DataDir, m.Addr, m.Plaintext = dir, "127.0.0.1:0", true
 	m.Logger, m.Out = slog.New(slog.DiscardHandler), io.Discard
-	m.NATS.URL = ns.ClientURL()
+	m.NATS.URL = ns.URL()
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +42,7 @@ func TestServeWithNATSURLPublishesCommits(t *testing.T) {
 	if err := c.doJSON("POST", "/v1/tables/t/rows", []map[string]int{{"n": 1}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(ns.ClientURL())
+	nc, err := nats.Connect(ns.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,52 +15,9 @@ import (
 	"github.com/nats-io/nats.go"
 	njs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ducktail/ducktail/internal/natstest"
 	"github.com/ducktail/ducktail/jetstream"
 )
-
-// freeLoopbackPort returns a loopback TCP port that was free a moment ago.
-func freeLoopbackPort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// natsServer is one embedded NATS server with JetStream, a member of the test's
-// cluster, restartable on the same ports and store directory.
-type natsServer struct {
-	t    testing.TB
-	opts server.Options
-	srv  *server.Server
-}
-
-func (n *natsServer) start() {
-	n.t.Helper()
-	opts := n.opts
-	srv, err := server.NewServer(&opts)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) {
-		n.t.Fatalf("nats %s did not start", n.opts.ServerName)
-	}
-	n.srv = srv
-}
-
-// stop shuts the server down: its clients and routes are cut, its store stays.
-func (n *natsServer) stop() {
-	if n.srv != nil {
-		n.srv.Shutdown()
-		n.srv.WaitForShutdown()
-		n.srv = nil
-	}
-}
-
-func (n *natsServer) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.opts.Port) }
 
 // natsCluster is a 3-node NATS cluster with JetStream on loopback, each node's store in
 // its own temporary directory. The servers advertise no client URLs (NoAdvertise), so a
@@ -69,35 +25,27 @@ func (n *natsServer) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.
 // stays behind them.
 type natsCluster struct {
 	t       testing.TB
-	servers []*natsServer
+	servers []*natstest.Server
 }
 
 // startNATSCluster starts the cluster and waits until JetStream answers.
 func startNATSCluster(t testing.TB) *natsCluster {
 	t.Helper()
-	routes := []int{freeLoopbackPort(t), freeLoopbackPort(t), freeLoopbackPort(t)}
+	routes := []int{natstest.FreePort(t), natstest.FreePort(t), natstest.FreePort(t)}
 	c := &natsCluster{t: t}
 	for i := range routes {
-		n := &natsServer{t: t, opts: server.Options{
-			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: freeLoopbackPort(t),
-			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-			Cluster: server.ClusterOpts{Name: "ducktail", Host: "127.0.0.1", Port: routes[i], NoAdvertise: true},
-		}}
-		for j, p := range routes {
-			if j != i {
-				n.opts.Routes = append(n.opts.Routes, &url.URL{Scheme: "nats", Host: "127.0.0.1:" + strconv.Itoa(p)})
-			}
-		}
+		n := natstest.New(t, fmt.Sprintf("n%d", i+1), routes[i], routes...)
+		n.Opts.Cluster.NoAdvertise = true
 		c.servers = append(c.servers, n)
 	}
 	var wg sync.WaitGroup
 	for _, n := range c.servers {
-		wg.Go(n.start)
+		wg.Go(n.Start)
 	}
 	wg.Wait()
 	t.Cleanup(func() {
 		for _, n := range c.servers {
-			n.stop()
+			n.Stop()
 		}
 	})
 	js := c.jetStream()
@@ -114,7 +62,7 @@ func startNATSCluster(t testing.TB) *natsCluster {
 func (c *natsCluster) urls() string {
 	var u []string
 	for _, n := range c.servers {
-		u = append(u, n.url())
+		u = append(u, n.URL())
 	}
 	return strings.Join(u, ",")
 }
@@ -153,7 +101,7 @@ func (c *natsCluster) streamLeader(js njs.JetStream) int {
 		return leader != ""
 	})
 	for i, n := range c.servers {
-		if n.opts.ServerName == leader {
+		if n.Opts.ServerName == leader {
 			return i
 		}
 	}
@@ -167,7 +115,7 @@ const streamNodeClient = "ducktail stream node"
 // clientsNamed returns how many client connections named name server i serves.
 func (c *natsCluster) clientsNamed(i int, name string) int {
 	c.t.Helper()
-	cz, err := c.servers[i].srv.Connz(&server.ConnzOptions{Limit: 1024})
+	cz, err := c.servers[i].Running().Connz(&server.ConnzOptions{Limit: 1024})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -217,7 +165,7 @@ type natsProxy struct {
 
 // newNATSProxy returns a proxy to target ("host:port"), listening.
 func newNATSProxy(t testing.TB, target string) *natsProxy {
-	p := &natsProxy{t: t, port: freeLoopbackPort(t), target: target}
+	p := &natsProxy{t: t, port: natstest.FreePort(t), target: target}
 	p.restore()
 	t.Cleanup(p.cut)
 	return p

@@ -21,8 +21,8 @@ func TestNodesNATSServerRestart(t *testing.T) {
 		produced := make(chan error, 1)
 		go func() { produced <- produce(l, []apiClient{w}, "t", 2, 20, l.last()*1_000_000) }()
 		waitDelivered(t, subs, l.last()+5)
-		t.Logf("stopping %s, %s", n.opts.ServerName, why)
-		n.stop()
+		t.Logf("stopping %s, %s", n.Opts.ServerName, why)
+		n.Stop()
 		if err := <-produced; err != nil {
 			t.Fatal(err)
 		}
@@ -30,7 +30,7 @@ func TestNodesNATSServerRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitDelivered(t, subs, l.last())
-		n.start()
+		n.Start()
 		if err := produce(l, []apiClient{w}, "t", 2, 5, l.last()*1_000_000); err != nil {
 			t.Fatal(err)
 		}

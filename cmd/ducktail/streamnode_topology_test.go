@@ -64,7 +64,7 @@ func startTopology(t testing.TB, cfg topologyConfig) *topology {
 	tp.js = tp.nats.jetStream()
 	var proxied []string
 	for _, n := range tp.nats.servers {
-		p := newNATSProxy(t, strings.TrimPrefix(n.url(), "nats://"))
+		p := newNATSProxy(t, strings.TrimPrefix(n.URL(), "nats://"))
 		tp.proxies = append(tp.proxies, p)
 		proxied = append(proxied, p.url())
 	}
