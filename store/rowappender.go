@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"database/sql/driver"
 	"fmt"
 	"unicode/utf8"
@@ -82,11 +81,12 @@ func (w *writer) bufferRows(tx *writeTx, t *table, plans []appendPlan) bool {
 }
 
 // flushBuffered writes the rows bufferRows buffered for tx into their tables, inside the
-// open transaction.
-func (w *writer) flushBuffered(ctx context.Context, tx *writeTx) error {
+// open transaction. It takes no context, as insertCommitLog: each flush holds at most one
+// DuckDB vector of rows.
+func (w *writer) flushBuffered(tx *writeTx) error {
 	for len(tx.buffered) > 0 {
 		t := tx.buffered[0]
-		if err := w.rowAppenders[t].FlushWithCancel(ctx); err != nil {
+		if err := w.rowAppenders[t].Flush(); err != nil {
 			return fmt.Errorf("insert rows into %s: %w", t.name, err)
 		}
 		tx.buffered = tx.buffered[1:]

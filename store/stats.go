@@ -20,6 +20,11 @@ type Stats struct {
 	ReadConns   int
 	// WriterQueue is how many writes wait for the writer.
 	WriterQueue int
+	// Commits counts the appends committed since Open, and CommitTransactions the DuckDB
+	// transactions that committed them: their ratio is the mean size of a group commit
+	// (docs/design.md, "Storage model").
+	Commits            int64
+	CommitTransactions int64
 }
 
 // storeStats holds the counters behind Stats that the writer updates.
@@ -27,6 +32,8 @@ type storeStats struct {
 	walBytes          atomic.Int64
 	checkpoints       atomic.Int64
 	checkpointsFailed atomic.Int64
+	commits           atomic.Int64
+	commitTxs         atomic.Int64
 	mu                sync.Mutex
 	checkpointError   string
 }
@@ -35,10 +42,12 @@ type storeStats struct {
 // Close it returns the last values.
 func (db *DB) Stats() Stats {
 	s := Stats{
-		WALBytes:          db.stats.walBytes.Load(),
-		Checkpoints:       db.stats.checkpoints.Load(),
-		CheckpointsFailed: db.stats.checkpointsFailed.Load(),
-		ReadConns:         db.ReadConns,
+		WALBytes:           db.stats.walBytes.Load(),
+		Checkpoints:        db.stats.checkpoints.Load(),
+		CheckpointsFailed:  db.stats.checkpointsFailed.Load(),
+		Commits:            db.stats.commits.Load(),
+		CommitTransactions: db.stats.commitTxs.Load(),
+		ReadConns:          db.ReadConns,
 	}
 	db.stats.mu.Lock()
 	s.LastCheckpointError = db.stats.checkpointError
