@@ -56,13 +56,16 @@ func (in *Ingester) Ingest(ctx context.Context, req Request) (store.Commit, erro
 	if err != nil {
 		return store.Commit{}, err
 	}
-	mediaType, _, _ := mime.ParseMediaType(req.ContentType)
-	hash := sha256.New()
-	hash.Write([]byte(mediaType))
-	hash.Write([]byte{0})
-	hash.Write(req.Body)
-	batch := store.Batch{IdempotencyKey: req.IdempotencyKey, RequestHash: hash.Sum(nil), Bytes: int64(len(req.Body))}
+	batch := store.Batch{IdempotencyKey: req.IdempotencyKey, Bytes: int64(len(req.Body))}
 	if req.IdempotencyKey != "" {
+		// Only a keyed request needs its body's hash: it tells a retry from a reuse of the
+		// key (store.Batch.RequestHash), at about 0.5 ms of CPU per MiB.
+		mediaType, _, _ := mime.ParseMediaType(req.ContentType)
+		hash := sha256.New()
+		hash.Write([]byte(mediaType))
+		hash.Write([]byte{0})
+		hash.Write(req.Body)
+		batch.RequestHash = hash.Sum(nil)
 		c, found, err := in.DB.IdempotentCommit(ctx, req.Table, req.IdempotencyKey, batch.RequestHash)
 		if err != nil || found {
 			return c, err

@@ -77,6 +77,7 @@ func (c *clientConfig) newClient() (*client, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = tlsConfig
 	transport.ForceAttemptHTTP2 = true
+	transport.HTTP2 = dtclient.HTTP2Config()
 	if c.insecure {
 		ca = ""
 	}
