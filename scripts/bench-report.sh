@@ -79,18 +79,27 @@ cat <<'METHOD'
 - **`BenchmarkCommitRate/clients={1,64}`**: 1-row JSON commits (one flights row) from 1
   and from 64 concurrent clients in a child process, so that the server's CPU time is its
   process's own (`getrusage`); each request is its own commit, seq and `batch` event.
-  commits/s, p50/p99 of each request's latency, cpu-us/commit = server CPU ÷ commits.
+  Each client posts over one keep-alive HTTP/1.1 connection, the request's bytes built
+  once and each response read with `http.ReadResponse` (client-cpu-us/commit, the load
+  process's CPU ÷ commits, is what that costs the cores the server shares: about 18 µs,
+  where an `http.Client` took 40). commits/s, p50/p99 of each request's latency,
+  cpu-us/commit = server CPU ÷ commits, commits/transaction = the mean group commit
+  (`ducktail_store_commits_total` ÷ `ducktail_store_commit_transactions_total`).
   In the same run, duckdb-inserts/s is the same row inserted as many times by as many
   goroutines as autocommit `INSERT`s (one prepared statement) into a table of a new
   in-process DuckDB file: what one would do without ducktail; ratio = ducktail ÷ DuckDB.
-  The `threads=1` case runs the server's DuckDB with one thread (`--threads 1`): with
-  two threads on this 2-core machine, `perf` shows a quarter of the server's cycles in
-  DuckDB threads spinning on a mutex around each small statement's tasks; with one, the
-  CPU per commit about halves.
+  The `threads=1` case runs the server's DuckDB with one thread (`--threads 1`). With
+  two, DuckDB's executor queues each statement's task for its worker thread too, so every
+  one of a commit's four statements (BEGIN, two appender flushes, COMMIT) wakes that
+  thread, and the caller waits while the worker runs it, the COMMIT's fsync included:
+  in process, a 1-row commit takes 1.6–1.7 ms with two threads and 1.35 ms with one. One
+  thread costs bulk loads a quarter of their rate, so it is not the default.
 - **`BenchmarkSaturation/subscribers={100,1000}`**: 8 clients in a child process post
-  1-row JSON commits as fast as they are acknowledged while that many SSE subscribers (in
-  the same child process) read every `batch` event. deliveries/s and commits/s over the
-  run; cpu-us/delivery = all the server's CPU (ingest included) ÷ deliveries;
+  1-row JSON commits as fast as they are acknowledged (as in `BenchmarkCommitRate`) while
+  that many SSE subscribers (in the same child process) read every `batch` event.
+  deliveries/s and commits/s over the run, commits/transaction the mean group commit,
+  client-cpu-us/delivery the load process's CPU ÷ deliveries (its set-up included);
+  cpu-us/delivery = all the server's CPU (ingest included) ÷ deliveries;
   fanout-cpu-us/delivery subtracts the CPU of the same commits posted afterwards with no
   subscriber; RSS of the server process before and after; evicted = subscribers told to
   reconnect; p50/p99 from the commit to the arrival of every 16th batch event of each
@@ -115,8 +124,9 @@ cat <<'METHOD'
   file. load = `ducktail ingest --create` run as a process over HTTP/2 with TLS (chunks of
   four DuckDB row groups, the next read while the server commits the one before), against
   DuckDB's `CREATE TABLE … AS SELECT * FROM read_parquet(…)` into a fresh file in the same
-  run. snapshot = the Arrow IPC snapshot read and decoded over HTTP/2 with TLS
-  (snapshot-plaintext: HTTP/1.1 without TLS), against duckdb-go's Arrow read of the same
+  run. snapshot = the Arrow IPC snapshot read and decoded over HTTP/2 with TLS, by the
+  Go client package's HTTP client (1 MiB frames, 8 MiB stream window; Go's 16 KiB frames
+  read about 10% slower) (snapshot-plaintext: HTTP/1.1 without TLS), against duckdb-go's Arrow read of the same
   rows. ratio = DuckDB's time ÷ ducktail's; CPU seconds of server, CLI and DuckDB from
   `getrusage`.
 - **`BenchmarkIdleSubscriberHeap`**: 10,000 idle SSE streams opened by a child process
