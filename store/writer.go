@@ -39,6 +39,8 @@ type writer struct {
 	// once on conn: executed unprepared, each is parsed and planned again, about 50 µs
 	// of a 1-row commit's CPU on the project's 2-core machine.
 	beginStmt, commitStmt, rollbackStmt *sql.Stmt
+	// lastGroup is how many appends the last group commit took (gather).
+	lastGroup int
 }
 
 // op is one queued write: an append (batch != nil) or a catalog change (ddl != nil).
@@ -218,24 +220,46 @@ func (w *writer) run(ctx context.Context) {
 			w.runDDL(ctx, o)
 			continue
 		}
-		group := []*op{o}
-		rows := o.batch.Record.NumRows()
-	drain:
-		for len(group) < w.db.MaxGroupCommits && rows < w.db.MaxGroupRows {
-			select {
-			case n := <-w.ops:
-				if n.batch == nil {
-					next = n
-					break drain
-				}
-				group = append(group, n)
-				rows += n.batch.Record.NumRows()
-			default:
-				break drain
-			}
-		}
+		var group []*op
+		group, next = w.gather(o)
+		w.lastGroup = len(group)
 		w.commitGroup(ctx, group)
 	}
+}
+
+// gather returns the group commit that starts with append o: the appends queued behind
+// it, up to MaxGroupCommits and MaxGroupRows, waiting up to CommitDelay for more when
+// the previous group had two or more; and the catalog change that ended it, if one did.
+func (w *writer) gather(o *op) (group []*op, next *op) {
+	group = []*op{o}
+	rows := o.batch.Record.NumRows()
+	var delay <-chan time.Time
+	if w.db.CommitDelay > 0 && w.lastGroup >= 2 {
+		t := time.NewTimer(w.db.CommitDelay)
+		defer t.Stop()
+		delay = t.C
+	}
+	for len(group) < w.db.MaxGroupCommits && rows < w.db.MaxGroupRows {
+		var n *op
+		select {
+		case n = <-w.ops:
+		default:
+			if delay == nil {
+				return group, nil
+			}
+			select {
+			case n = <-w.ops:
+			case <-delay:
+				return group, nil
+			}
+		}
+		if n.batch == nil {
+			return group, n
+		}
+		group = append(group, n)
+		rows += n.batch.Record.NumRows()
+	}
+	return group, nil
 }
 
 func (w *writer) failQueued() {
