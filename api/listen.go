@@ -46,23 +46,8 @@ func NewHTTPServer(addr string, h http.Handler, plaintext bool) *http.Server {
 		ReadTimeout:       ReadTimeout,
 		WriteTimeout:      WriteTimeout,
 		IdleTimeout:       IdleTimeout,
-		HTTP2: &http.HTTP2Config{
-			MaxReadFrameSize:              HTTP2FrameBytes,
-			MaxReceiveBufferPerStream:     HTTP2StreamWindowBytes,
-			MaxReceiveBufferPerConnection: 2 * HTTP2StreamWindowBytes,
-		},
 	}
 }
-
-// HTTP/2 flow control of NewHTTPServer (RFC 9113, section 5.2): the largest DATA frame it
-// reads, and the request body bytes it lets one stream send ahead before the handler
-// reads them (twice that per connection). Go's defaults, 16 KiB frames and 1 MiB windows,
-// stall a bulk upload of 32 MiB chunks on window updates; these bound what a connection
-// holds unread at 16 MiB.
-const (
-	HTTP2FrameBytes        = 1 << 20
-	HTTP2StreamWindowBytes = 8 << 20
-)
 
 // Self-signed certificate file names, under the directory given to EnsureSelfSignedCert.
 const (

@@ -108,3 +108,18 @@ func TestCommitDelayEndsAtACatalogChange(t *testing.T) {
 		}
 	}
 }
+
+// TestCommitDelayEndsAtClose: Close does not wait out the commit delay of a group that
+// waits for more appends; its append is answered with an error.
+func TestCommitDelayEndsAtClose(t *testing.T) {
+	db := openDelayed(t, time.Hour, 3)
+	db.writer.lastGroup = 2
+	done := make(chan error, 1)
+	go func() { done <- appendOne(t, db, 1) }()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil {
+		t.Fatal("an append waiting in a group at Close committed")
+	}
+}

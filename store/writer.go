@@ -39,7 +39,7 @@ type writer struct {
 	// once on conn: executed unprepared, each is parsed and planned again, about 50 µs
 	// of a 1-row commit's CPU on the project's 2-core machine.
 	beginStmt, commitStmt, rollbackStmt *sql.Stmt
-	// lastGroup is how many appends the last group commit took (gather).
+	// lastGroup is how many appends the last group commit committed (gather).
 	lastGroup int
 }
 
@@ -221,16 +221,28 @@ func (w *writer) run(ctx context.Context) {
 			continue
 		}
 		var group []*op
-		group, next = w.gather(o)
-		w.lastGroup = len(group)
+		group, next = w.gather(ctx, o)
+		if ctx.Err() != nil {
+			// Closed while the group waited for more appends.
+			for _, o := range group {
+				o.done <- opResult{err: ErrClosed}
+			}
+			if next != nil {
+				next.done <- opResult{err: ErrClosed}
+			}
+			w.failQueued()
+			return
+		}
+		w.lastGroup = 0
 		w.commitGroup(ctx, group)
 	}
 }
 
 // gather returns the group commit that starts with append o: the appends queued behind
 // it, up to MaxGroupCommits and MaxGroupRows, waiting up to CommitDelay for more when
-// the previous group had two or more; and the catalog change that ended it, if one did.
-func (w *writer) gather(o *op) (group []*op, next *op) {
+// the previous group committed two or more; and the catalog change that ended it, if one
+// did. The wait also ends when ctx does.
+func (w *writer) gather(ctx context.Context, o *op) (group []*op, next *op) {
 	group = []*op{o}
 	rows := o.batch.Record.NumRows()
 	var delay <-chan time.Time
@@ -250,6 +262,8 @@ func (w *writer) gather(o *op) (group []*op, next *op) {
 			select {
 			case n = <-w.ops:
 			case <-delay:
+				return group, nil
+			case <-ctx.Done():
 				return group, nil
 			}
 		}
@@ -430,8 +444,11 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 		p.op.done <- opResult{commit: p.commit, err: p.err}
 	}
 	w.noteCommitted(committed)
-	w.db.stats.commits.Add(committed)
-	w.db.stats.commitTxs.Add(1)
+	if committed > 0 {
+		w.db.stats.commits.Add(committed)
+		w.db.stats.commitTxs.Add(1)
+	}
+	w.lastGroup = int(committed)
 	return nil
 }
 

@@ -267,6 +267,10 @@ func (m *Main) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// maxCommitDelay bounds --commit-delay: every group commit after a group of two or more
+// may wait that long, and its commits with it.
+const maxCommitDelay = 10 * time.Millisecond
+
 func newServeCommand() *cobra.Command {
 	m := NewMain()
 	var logLevel, logFormat string
@@ -282,6 +286,9 @@ func newServeCommand() *cobra.Command {
 			m.Logger = logger
 			slog.SetDefault(logger)
 			m.Out = cmd.ErrOrStderr()
+			if d := m.Store.CommitDelay; d < 0 || d > maxCommitDelay {
+				return fmt.Errorf("--commit-delay %s: want 0 to %s", d, maxCommitDelay)
+			}
 			if err := m.Run(cmd.Context()); err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"fmt"
 	"os"
 	"os/exec"
@@ -72,5 +73,17 @@ func TestServeLogsItsStop(t *testing.T) {
 	lines := bytes.Split(bytes.TrimSpace([]byte(stderr.String())), []byte("\n"))
 	if last := string(lines[len(lines)-1]); !strings.Contains(last, "ducktail stopped") {
 		t.Fatalf("last log line %q, want the stop:\n%s", last, stderr.String())
+	}
+}
+
+// TestServeRefusesALongCommitDelay: --commit-delay past its bound is refused before
+// anything opens, naming the flag.
+func TestServeRefusesALongCommitDelay(t *testing.T) {
+	root := newRootCommand()
+	root.SetArgs([]string{"serve", "--data-dir", t.TempDir(), "--addr", "127.0.0.1:0", "--plaintext", "--commit-delay", "1s"})
+	root.SetErr(io.Discard)
+	err := root.ExecuteContext(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "--commit-delay 1s") {
+		t.Fatalf("serve --commit-delay 1s: %v, want a refusal naming the flag", err)
 	}
 }
