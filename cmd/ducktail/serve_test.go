@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
