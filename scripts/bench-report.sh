@@ -92,7 +92,7 @@ cat <<'METHOD'
   two, DuckDB's executor queues each statement's task for its worker thread too, so every
   one of a commit's four statements (BEGIN, two appender flushes, COMMIT) wakes that
   thread, and the caller waits while the worker runs it, the COMMIT's fsync included:
-  in process, a 1-row commit takes 1.6–1.7 ms with two threads and 1.35 ms with one. One
+  in process, a 1-row commit takes 1.6–1.7 ms with two threads and 1.2–1.35 ms with one. One
   thread costs bulk loads a quarter of their rate, so it is not the default.
 - **`BenchmarkSaturation/subscribers={100,1000}`**: 8 clients in a child process post
   1-row JSON commits as fast as they are acknowledged (as in `BenchmarkCommitRate`) while
