@@ -3,7 +3,9 @@ package store_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,9 +53,6 @@ func TestReopenKeepsCatalogAndCursorKey(t *testing.T) {
 	}
 }
 
-// TestAcknowledgedCommitsSurviveKill9 runs a child process that appends commits and prints
-// each acknowledged seq, kills it with SIGKILL mid-stream, reopens the file and checks that
-// every acknowledged commit is there (docs/design.md, "Storage model": nothing acknowledged may be lost).
 // TestOpenNeedsPath: a DB without a Path fails Open instead of opening something else.
 func TestOpenNeedsPath(t *testing.T) {
 	db := store.NewDB("")
@@ -66,6 +65,33 @@ func TestOpenNeedsPath(t *testing.T) {
 	}
 }
 
+// TestOpenRefusesDSNDelimitersInThePath: a path holding '#' or '?' fails Open. duckdb-go
+// would open the file with its settings read from the wrong part of the DSN, or none:
+// with a '#', DuckDB opened the file allowing external access.
+func TestOpenRefusesDSNDelimitersInThePath(t *testing.T) {
+	for _, dir := range []string{"data#1", "data?x=1"} {
+		path := filepath.Join(t.TempDir(), dir, "ducktail.duckdb")
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		db := store.NewDB(path)
+		err := db.Open(context.Background())
+		if err == nil {
+			db.Close()
+			t.Fatalf("Open(%q) succeeded", path)
+		}
+		if !strings.Contains(err.Error(), path) {
+			t.Fatalf("Open(%q): %v, want the error to name the path", path, err)
+		}
+		if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("Open(%q) left a file behind (%v)", path, err)
+		}
+	}
+}
+
+// TestAcknowledgedCommitsSurviveKill9 runs a child process that appends commits and prints
+// each acknowledged seq, kills it with SIGKILL mid-stream, reopens the file and checks that
+// every acknowledged commit is there (docs/design.md, "Storage model": nothing acknowledged may be lost).
 func TestAcknowledgedCommitsSurviveKill9(t *testing.T) {
 	if os.Getenv("DUCKTAIL_KILL9_CHILD") != "" {
 		t.Skip("child mode runs in TestKill9Child")

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -145,6 +146,12 @@ func NewDB(path string) *DB {
 func (db *DB) Open(ctx context.Context) (err error) {
 	if db.Path == "" {
 		return errors.New(`store: Open: Path is empty (name a database file, or ":memory:")`)
+	}
+	if strings.ContainsAny(db.Path, "?#") {
+		// duckdb-go takes the file name up to the first '?' and the settings from the DSN
+		// parsed as a URL: a '#' would make the settings a fragment, and DuckDB would
+		// open the file without them (external access allowed included).
+		return fmt.Errorf("store: Open: %s: a database path cannot hold '?' or '#' (they delimit DuckDB's settings); move the data directory", db.Path)
 	}
 	if db.Logger == nil {
 		db.Logger = slog.Default().With("component", "store")
