@@ -440,15 +440,16 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 			})
 		}
 	}
-	for _, p := range plans {
-		p.op.done <- opResult{commit: p.commit, err: p.err}
-	}
 	w.noteCommitted(committed)
 	if committed > 0 {
+		// Counted before the answers, so that Stats read after an append returned counts it.
 		w.db.stats.commits.Add(committed)
 		w.db.stats.commitTxs.Add(1)
 	}
 	w.lastGroup = int(committed)
+	for _, p := range plans {
+		p.op.done <- opResult{commit: p.commit, err: p.err}
+	}
 	return nil
 }
 
