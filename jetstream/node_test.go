@@ -146,6 +146,9 @@ func TestStreamNodeServesTheWritersStream(t *testing.T) {
 		}
 	}
 	ingest(1, 3)
+	// The publisher sends each commit after its acknowledgement: wait for seq 3 in
+	// JetStream, so that the node's baseline below is 3.
+	readStream(t, connect(t, ns.URL()), jetstream.TableSubject(jetstream.DefaultSubjectPrefix, 1), jetstream.HeaderSeq, "3")
 	_, secret, err := w.stack.Store.CreateToken(context.Background(), store.PurposeStream, "t", 0)
 	if err != nil {
 		t.Fatal(err)
