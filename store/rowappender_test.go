@@ -12,10 +12,11 @@ import (
 )
 
 // TestSmallAppendsStoreWhatLargeOnesStore appends the same rows of every column type a
-// DuckDB appender takes as one small commit (appended) and inside one commit of more than
-// a DuckDB vector (staged as an Arrow view), and checks that both tables hold the same
-// values, NULLs and extremes included; and that a value outside the appender's range
-// (the TIMESTAMP 'infinity') is stored as the view stores it.
+// DuckDB appender takes as commits of one row each (a row without NULLs is a prepared
+// INSERT), as one small commit (appended, it holds NULLs) and inside one commit of more
+// than a DuckDB vector (staged as an Arrow view), and checks that the tables hold the same
+// values, NULLs and extremes included; and that a value outside the appender's range (the
+// TIMESTAMP 'infinity') is stored as the view stores it, whichever path refuses it first.
 func TestSmallAppendsStoreWhatLargeOnesStore(t *testing.T) {
 	db, _ := openDB(t, "")
 	ctx := context.Background()
@@ -39,15 +40,19 @@ func TestSmallAppendsStoreWhatLargeOnesStore(t *testing.T) {
 		`{}`,
 	}
 	filler := strings.Repeat(",{}", 2100)
-	tables := map[string]string{"small": "[" + strings.Join(rows, ",") + "]", "large": "[" + strings.Join(rows, ",") + filler + "]"}
 	// 'infinity' as BIGINT microseconds: beyond the years the appender converts.
 	infinity := `[{"ts": 9223372036854775807}]`
-	for name, body := range tables {
+	tables := map[string][]string{
+		"single": {"[" + rows[0] + "]", "[" + rows[1] + "]", "[" + rows[2] + "]", infinity},
+		"small":  {"[" + strings.Join(rows, ",") + "]", infinity},
+		"large":  {"[" + strings.Join(rows, ",") + filler + "]", infinity},
+	}
+	for name, bodies := range tables {
 		info, err := db.CreateTable(ctx, name, cols)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, j := range []string{body, infinity} {
+		for _, j := range bodies {
 			rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, info.Schema.Arrow(), strings.NewReader(j))
 			if err != nil {
 				t.Fatal(err)
@@ -57,9 +62,23 @@ func TestSmallAppendsStoreWhatLargeOnesStore(t *testing.T) {
 			}
 		}
 	}
+	if _, err := db.CreateTable(ctx, "ts_only", cols[14:15]); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := db.Table("ts_only")
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, info.Schema.Arrow(), strings.NewReader(infinity))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Append(ctx, store.Batch{Table: "ts_only", SchemaVersion: info.Schema.Version, Record: rec}); err != nil {
+		t.Fatal(err)
+	}
 	for query, want := range map[string]int64{
-		`SELECT count(*) FROM small`: 4,
+		`SELECT count(*) FROM small`:  4,
+		`SELECT count(*) FROM single`: 4,
 		`SELECT count(*) FROM (SELECT * FROM small EXCEPT ALL SELECT * FROM large)`:                           0,
+		`SELECT count(*) FROM (SELECT * FROM single EXCEPT ALL SELECT * FROM large)`:                          0,
+		`SELECT count(*) FROM ts_only WHERE ts = 'infinity'`:                                                  1,
 		`SELECT count(*) FROM small WHERE ts = 'infinity'`:                                                    1,
 		`SELECT count(*) FROM small WHERE s = 'héllo' || chr(0) || 'wörld' AND bl = '\x00\x01\x02\xFF'::BLOB`: 1,
 	} {

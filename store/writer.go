@@ -35,6 +35,10 @@ type writer struct {
 	commitLog *duckdb.Appender
 	// rowAppenders are the appenders of small groups' rows (rowappender.go), by table.
 	rowAppenders map[*table]*duckdb.Appender
+	// rowInserts and commitLogInserts are the prepared INSERTs of the smallest groups'
+	// rows and commit-log rows (rowinsert.go).
+	rowInserts       map[*table]*insertStatements
+	commitLogInserts map[commitLogShape]*duckdb.Stmt
 	// beginStmt, commitStmt and rollbackStmt are the transaction statements, prepared
 	// once on conn: executed unprepared, each is parsed and planned again, about 50 µs
 	// of a 1-row commit's CPU on the project's 2-core machine.
@@ -70,6 +74,8 @@ type writeTx struct {
 	releases []func()
 	// buffered are the tables whose rows wait in the writer's appenders (bufferRows).
 	buffered []*table
+	// bound are the prepared INSERTs bound to rows of this transaction (insertRowValues).
+	bound []boundInsert
 }
 
 // stagedRows is one table's rows of a group commit, registered as a scratch view.
@@ -101,7 +107,9 @@ func newWriter(ctx context.Context, db *DB) (*writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open writer connection: %w", err)
 	}
-	w := &writer{db: db, conn: conn, ops: make(chan *op, 1024), stopped: make(chan struct{}), rowAppenders: map[*table]*duckdb.Appender{}}
+	w := &writer{db: db, conn: conn, ops: make(chan *op, 1024), stopped: make(chan struct{}),
+		rowAppenders: map[*table]*duckdb.Appender{}, rowInserts: map[*table]*insertStatements{},
+		commitLogInserts: map[commitLogShape]*duckdb.Stmt{}}
 	if err := conn.QueryRowContext(ctx, "SELECT current_database()").Scan(&w.database); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("open writer connection: %w", err)
@@ -151,6 +159,10 @@ func (w *writer) use(ctx context.Context, catalog string) error {
 func (w *writer) close() error {
 	w.closeCommitLog()
 	w.dropRowAppenders()
+	for _, s := range w.commitLogInserts {
+		s.Close()
+	}
+	clear(w.commitLogInserts)
 	for _, s := range []*sql.Stmt{w.beginStmt, w.commitStmt, w.rollbackStmt} {
 		if s != nil {
 			s.Close()
