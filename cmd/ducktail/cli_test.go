@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -162,6 +163,46 @@ func TestCLIIngestsEveryFileFormat(t *testing.T) {
 	out := st.cli(t, "query", "SELECT (SELECT count(*) FROM f_json) AS a, (SELECT count(*) FROM (SELECT * FROM f_json EXCEPT ALL SELECT * FROM f_ndjson)) AS diff, (SELECT sum(n) FROM f_parquet) AS s", "--format", "json")
 	if !strings.Contains(out, `"a":20000`) || !strings.Contains(out, `"diff":0`) || !strings.Contains(out, `"s":3126250`) {
 		t.Fatalf("formats disagree: %s", out)
+	}
+
+	// Columns of large_utf8 and large_binary are sent with 32-bit offsets, chunk by chunk
+	// (slices of the file's batches): every value arrives whole and in its row.
+	largePath := filepath.Join(dir, "large.parquet")
+	writeLargeParquet(t, largePath)
+	if out := st.cli(t, "ingest", "f_large", largePath, "--create", "--chunk-rows", "999"); !strings.Contains(out, "ingested 2500 rows in 3 commits") {
+		t.Fatalf("%s: %s", largePath, out)
+	}
+	out = st.cli(t, "query", "SELECT count(*) AS whole FROM f_large WHERE label = 'row-' || n AND raw = encode(label)", "--format", "json")
+	if !strings.Contains(out, `"whole":2500`) {
+		t.Fatalf("large_utf8 and large_binary values changed on the way: %s", out)
+	}
+}
+
+// writeLargeParquet writes n = 1..2500, label = "row-<n>" as large_utf8 and raw, its
+// bytes, as large_binary, as Parquet that pqarrow reads back with those types.
+func writeLargeParquet(t *testing.T, path string) {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "n", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "label", Type: arrow.BinaryTypes.LargeString}, {Name: "raw", Type: arrow.BinaryTypes.LargeBinary}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	for i := 1; i <= 2500; i++ {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		b.Field(1).(*array.LargeStringBuilder).Append(fmt.Sprint("row-", i))
+		b.Field(2).(*array.BinaryBuilder).Append([]byte(fmt.Sprint("row-", i)))
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pqarrow.NewFileWriter(schema, f, nil, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(b.NewRecordBatch()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -364,6 +364,7 @@ func (c *ndjsonChunks) next() (chunk, error) {
 
 // recordChunks slices record batches into Arrow IPC stream bodies of at most rows rows.
 type recordChunks struct {
+	// schema is the batches' schema, sent as narrowSchema makes it.
 	schema  *arrow.Schema
 	nextRec func() (arrow.RecordBatch, error)
 	rows    int
@@ -388,7 +389,8 @@ func (c *recordChunks) rowCount() int64 { return c.total }
 func (c *recordChunks) next() (chunk, error) {
 	var buf bytes.Buffer
 	buf.Grow(c.lastBody + c.lastBody/8)
-	w := ipc.NewWriter(&buf, ipc.WithSchema(c.schema))
+	wire := narrowSchema(c.schema)
+	w := ipc.NewWriter(&buf, ipc.WithSchema(wire))
 	n, size := 0, int64(0)
 	for n < c.rows {
 		if c.cur == nil || c.off >= c.cur.NumRows() {
@@ -418,8 +420,13 @@ func (c *recordChunks) next() (chunk, error) {
 		}
 		size += take * c.rowBytes
 		slice := c.cur.NewSlice(c.off, c.off+take)
-		err := w.Write(slice)
+		sent, err := narrowRecord(slice, wire)
 		slice.Release()
+		if err != nil {
+			return chunk{}, err
+		}
+		err = w.Write(sent)
+		sent.Release()
 		if err != nil {
 			return chunk{}, err
 		}
