@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -69,25 +68,26 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 	s.ingested(w, c, time.Since(start))
 }
 
-// maxBodyPrealloc bounds what readBody allocates for a body's declared length before the
-// body arrives: the largest commit `ducktail ingest` sends (its chunks stop at 32 MiB).
-const maxBodyPrealloc = 32 << 20
+// maxBodyPrealloc bounds what readBody allocates for a body's declared length before any
+// of it arrived: a client that declares a length and sends nothing holds no more.
+const maxBodyPrealloc = 64 << 10
 
 // readBody reads the whole request body, at most limit bytes (a *http.MaxBytesError past
-// it). A body that declares its length (Content-Length) is read into one buffer of that
-// size, up to maxBodyPrealloc, and grows only past it: io.ReadAll grows its buffer step by
-// step, and for the 22 MiB Arrow commits of `ducktail ingest` that copied and cleared
-// each body several times over, about 0.1 s of the server's CPU for the 3M-row flights
-// file (BenchmarkBulk/load).
+// it), into a buffer that doubles as the body arrives (bytes.Buffer), so that it holds at
+// most about twice the bytes received, whatever Content-Length declares: io.ReadAll grows
+// its buffer by about a quarter at a time, and for the 22 MiB Arrow commits of `ducktail
+// ingest` that copied and cleared each body several times over, about 0.1 s of the
+// server's CPU for the 3M-row flights file (BenchmarkBulk/load). A declared length sizes
+// the first buffer, up to maxBodyPrealloc.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	body := http.MaxBytesReader(w, r.Body, limit)
-	if r.ContentLength <= 0 {
-		return io.ReadAll(body)
+	first := int64(bytes.MinRead)
+	if r.ContentLength > 0 {
+		// bytes.Buffer.ReadFrom grows a buffer with fewer than bytes.MinRead bytes free
+		// before it reads the end of the body.
+		first = min(r.ContentLength, limit, maxBodyPrealloc) + bytes.MinRead
 	}
-	// bytes.Buffer.ReadFrom grows a buffer with fewer than bytes.MinRead bytes free
-	// before it reads the end of the body.
-	buf := bytes.NewBuffer(make([]byte, 0, min(r.ContentLength, limit, maxBodyPrealloc)+bytes.MinRead))
-	_, err := buf.ReadFrom(body)
+	buf := bytes.NewBuffer(make([]byte, 0, first))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
 	return buf.Bytes(), err
 }
 

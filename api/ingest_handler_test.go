@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -231,5 +232,30 @@ func TestIngestRetriesAndNamesFoundByReview(t *testing.T) {
 	}
 	if r := e.do(t, "DELETE", "/v1/tables/t/columns/SPEED%20KMH", e.admin, nil); r.status != 200 {
 		t.Fatalf("drop 'speed kmh' by another case: %d %s", r.status, r.body)
+	}
+}
+
+// TestIngestBodyLimit: a body past --max-body-bytes is 413 whether it declares its length
+// or is sent chunked, and commits nothing.
+func TestIngestBodyLimit(t *testing.T) {
+	e := newEnv(t, options{api: func(c *api.Config) { c.MaxBodyBytes = 1 << 20 }})
+	e.ingest(t, "t?create=true", "text/csv", []byte("n\n1\n"), http.StatusCreated)
+	big := bytes.Repeat([]byte("1\n"), 600<<10)
+	if r := e.do(t, "POST", "/v1/tables/t/rows", e.admin, append([]byte("n\n"), big...), "Content-Type: text/csv"); r.status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a declared body over the limit: %d %s", r.status, r.body)
+	}
+	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/tables/t/rows", io.MultiReader(strings.NewReader("n\n"), bytes.NewReader(big)))
+	req.Header.Set("Authorization", "Bearer "+e.admin)
+	req.Header.Set("Content-Type", "text/csv")
+	resp, err := e.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || req.ContentLength != 0 {
+		t.Fatalf("a chunked body over the limit: %d", resp.StatusCode)
+	}
+	if info, _ := e.db.Table("t"); info.Head.Seq != 1 {
+		t.Fatalf("head %d after refused bodies, want 1", info.Head.Seq)
 	}
 }
