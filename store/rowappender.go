@@ -10,8 +10,10 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 )
 
-// maxRowAppenders bounds the tables the writer keeps a DuckDB appender open for: each
-// holds one data chunk of vectorRows rows of its columns.
+// maxRowAppenders bounds the tables the writer keeps a DuckDB appender (each holding one
+// data chunk of vectorRows rows of its columns) and prepared INSERTs open for between
+// group commits; a group opens those of its own tables, and trimRowCaches closes the
+// ones past the bound after it, never during it (it may hold their rows).
 const maxRowAppenders = 16
 
 // appenderTypes are the column types whose Arrow values the writer hands to a DuckDB
@@ -35,10 +37,11 @@ var appenderTypes = map[Type]bool{
 // type outside appenderTypes, or a value the appender refuses (such as a timestamp outside
 // the years it converts).
 func (w *writer) bufferRows(tx *writeTx, t *table, plans []appendPlan) bool {
-	var rows int64
+	var rows, size int64
 	for _, p := range plans {
 		if p.t == t && p.err == nil && !p.commit.Duplicate {
 			rows += p.commit.Rows
+			size += RecordBytes(p.op.batch.Record)
 		}
 	}
 	if rows == 0 || rows > vectorRows {
@@ -49,7 +52,7 @@ func (w *writer) bufferRows(tx *writeTx, t *table, plans []appendPlan) bool {
 			return false
 		}
 	}
-	if insertFits(rows, 1+len(t.schema.Columns)) && w.insertRowValues(tx, t, plans, rows) {
+	if insertFits(rows, 1+len(t.schema.Columns), size) && w.insertRowValues(tx, t, plans, rows) {
 		return true
 	}
 	app, err := w.rowAppender(t)
@@ -111,12 +114,6 @@ func (w *writer) rowAppender(t *table) (*duckdb.Appender, error) {
 	if app := w.rowAppenders[t]; app != nil {
 		return app, nil
 	}
-	if len(w.rowAppenders) >= maxRowAppenders {
-		for other := range w.rowAppenders {
-			w.dropRowAppender(other)
-			break
-		}
-	}
 	cols := []string{SeqColumn}
 	for _, c := range t.schema.Columns {
 		cols = append(cols, physicalColumn(c.ID))
@@ -146,6 +143,23 @@ func (w *writer) dropRowAppender(t *table) {
 	}
 	if err := app.Close(); err != nil {
 		w.db.Logger.Warn("could not close an appender", "table", t.name, "err", err)
+	}
+}
+
+// trimRowCaches closes the appenders and prepared INSERTs of tables past maxRowAppenders,
+// after a group commit.
+func (w *writer) trimRowCaches() {
+	for t := range w.rowAppenders {
+		if len(w.rowAppenders) <= maxRowAppenders {
+			break
+		}
+		w.dropRowAppender(t)
+	}
+	for t := range w.rowInserts {
+		if len(w.rowInserts) <= maxRowAppenders {
+			break
+		}
+		w.dropRowInserts(t)
 	}
 }
 

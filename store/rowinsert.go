@@ -18,9 +18,14 @@ import (
 // row 0.15 ms, of 8 rows 0.22 ms and of 16 rows 0.25 ms, growing with its parameters. So a
 // statement takes at most maxInsertRows rows and maxInsertParams parameters; larger groups
 // use the appenders (bufferRows, insertCommitLog).
+//
+// A prepared statement keeps the values last bound to it until they are bound again
+// (duckdb-go does not clear them), so only rows of at most maxInsertBytes (RecordBytes)
+// take one: the cached statements hold at most maxRowAppenders × maxInsertRows × 64 KiB.
 const (
 	maxInsertRows   = 8
 	maxInsertParams = 64
+	maxInsertBytes  = 64 << 10
 	// commitLogColumns is the number of columns of ducktail_catalog.commits.
 	commitLogColumns = 9
 )
@@ -36,9 +41,10 @@ type boundInsert struct {
 	stmt *duckdb.Stmt
 }
 
-// insertFits reports whether rows rows of cols columns fit one prepared INSERT.
-func insertFits(rows int64, cols int) bool {
-	return rows >= 1 && rows <= maxInsertRows && rows*int64(cols) <= maxInsertParams
+// insertFits reports whether rows rows of cols columns, size bytes in all, fit one
+// prepared INSERT.
+func insertFits(rows int64, cols int, size int64) bool {
+	return rows >= 1 && rows <= maxInsertRows && rows*int64(cols) <= maxInsertParams && size <= maxInsertBytes
 }
 
 // prepare prepares query on the writer's connection.
@@ -57,16 +63,11 @@ func (w *writer) prepare(query string) (*duckdb.Stmt, error) {
 
 // rowInsert returns the writer's prepared INSERT of rows rows into t's physical table,
 // over its seq column and the columns of t's current schema, preparing it when there is
-// none. Like the appenders, the statements of at most maxRowAppenders tables are kept.
+// none. Like the appenders, the statements of at most maxRowAppenders tables are kept
+// between groups (trimRowCaches).
 func (w *writer) rowInsert(t *table, rows int) (*duckdb.Stmt, error) {
 	stmts := w.rowInserts[t]
 	if stmts == nil {
-		if len(w.rowInserts) >= maxRowAppenders {
-			for other := range w.rowInserts {
-				w.dropRowInserts(other)
-				break
-			}
-		}
 		stmts = &insertStatements{}
 		w.rowInserts[t] = stmts
 	}
@@ -116,7 +117,7 @@ func (w *writer) closeStatements(stmts *insertStatements) {
 func (w *writer) insertRowValues(tx *writeTx, t *table, plans []appendPlan, rows int64) bool {
 	stmt, err := w.rowInsert(t, int(rows))
 	if err != nil {
-		w.db.Logger.Warn("could not prepare an INSERT; staging the rows as an Arrow view", "table", t.name, "err", err)
+		w.db.Logger.Warn("could not prepare an INSERT; the rows take the appender", "table", t.name, "err", err)
 		return false
 	}
 	args := make([]driver.NamedValue, 0, int(rows)*(1+len(t.schema.Columns)))

@@ -339,6 +339,9 @@ type appendPlan struct {
 // commitAppends commits ops in one transaction and answers each op, or returns the error
 // that failed the whole transaction without answering any.
 func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
+	// Deferred first, so run last: after the rollback below, when the group's rows are
+	// out of the caches it trims.
+	defer w.trimRowCaches()
 	tx := &writeTx{conn: w.conn}
 	began := false
 	defer func() {
