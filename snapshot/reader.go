@@ -104,7 +104,7 @@ type Result struct {
 // means the body written so far is incomplete, although a truncated NDJSON, CSV or Arrow
 // body can look complete: the caller must abort the response, not end it normally.
 // DuckDB materializes one chunk of rows at a time (scanChunkRows), and the encoded bytes
-// reach w through a writeAhead of at most 4 MiB, so a snapshot of any size streams with
+// reach w through a writeAhead of at most 5 MiB, so a snapshot of any size streams with
 // bounded memory.
 func (r *Reader) Table(ctx context.Context, table string, f Format, w io.Writer, head func(store.Position)) error {
 	return r.ShapedTable(ctx, table, ShapeSpec{}, store.TokenPolicy{}, f, w, func(p store.Position, _ store.ShapeTag) {
@@ -153,12 +153,7 @@ func (r *Reader) ShapedTable(ctx context.Context, table string, spec ShapeSpec, 
 			for i, c := range info.Schema.Columns {
 				types[i] = string(c.Type)
 			}
-			wa := newWriteAhead(w)
-			err := encode(wa, f, rr, cursor, types)
-			if cerr := wa.finish(); err == nil {
-				err = cerr
-			}
-			return err
+			return encodeAhead(w, f, rr, cursor, types)
 		})
 		if err != nil && !shape.Empty() && store.ErrorCode(err) == store.CodeInternal && ctx.Err() == nil && valueError(err) {
 			// DuckDB's message may quote a value of a row outside the token's policy.

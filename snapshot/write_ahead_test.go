@@ -127,3 +127,35 @@ func TestWriteAheadHoldsAtMostItsBuffers(t *testing.T) {
 		}
 	})
 }
+
+// TestWriteAheadPassesLargeWritesThrough: a write of a buffer's size or more (Parquet
+// writes whole column chunks) reaches the client as it is, in order with the small writes
+// around it, and no buffer grows past its first capacity.
+func TestWriteAheadPassesLargeWritesThrough(t *testing.T) {
+	var want, got bytes.Buffer
+	a := newWriteAhead(&got)
+	write := func(p []byte) {
+		want.Write(p)
+		if _, err := a.Write(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 40 {
+		write(bytes.Repeat([]byte{byte('a' + i%26)}, 100_000))
+		if i%7 == 0 {
+			write(bytes.Repeat([]byte{byte('A' + i%26)}, 3*writeAheadBytes+i))
+		}
+	}
+	if err := a.finish(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Fatalf("the client got %d bytes that differ from the %d written", got.Len(), want.Len())
+	}
+	close(a.free)
+	for b := range a.free {
+		if cap(b) > writeAheadBytes+writeAheadBytes/4 {
+			t.Errorf("a buffer grew to %d bytes", cap(b))
+		}
+	}
+}
