@@ -1,10 +1,8 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,27 +17,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// syncBuffer is a log sink safe for the writer goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // groupOfTwenty commits one row to each of 20 tables, more than the writer caches
 // appenders and prepared INSERTs for, as one group commit (the commit delay holds the
 // group until it is full), with a NULL or without.
 func groupOfTwenty(t *testing.T, null bool) {
 	const n = 20
-	logs := &syncBuffer{}
 	db := NewDB(filepath.Join(t.TempDir(), "group.duckdb"))
-	db.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	db.CommitDelay = time.Hour
 	db.MaxGroupCommits = n
 	if err := db.Open(context.Background()); err != nil {
@@ -75,8 +58,8 @@ func groupOfTwenty(t *testing.T, null bool) {
 	}
 	wg.Wait()
 	st := db.Stats()
-	if got := st.CommitTransactions - before.CommitTransactions; got != 1 || strings.Contains(logs.String(), "group commit failed") {
-		t.Fatalf("%d commits took %d transactions, want 1; log:\n%s", st.Commits-before.Commits, got, logs.String())
+	if got := st.CommitTransactions - before.CommitTransactions; got != 1 {
+		t.Fatalf("%d commits took %d transactions, want 1 (a failed group is committed again commit by commit)", st.Commits-before.Commits, got)
 	}
 }
 
