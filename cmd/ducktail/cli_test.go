@@ -190,20 +190,7 @@ func writeLargeParquet(t *testing.T, path string) {
 		b.Field(1).(*array.LargeStringBuilder).Append(fmt.Sprint("row-", i))
 		b.Field(2).(*array.BinaryBuilder).Append([]byte(fmt.Sprint("row-", i)))
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pqarrow.NewFileWriter(schema, f, nil, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(b.NewRecordBatch()); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeParquetRecord(t, path, b.NewRecordBatch(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 }
 
 // writeParquet writes n = 1..2500 and a label, as Parquet.
@@ -215,15 +202,21 @@ func writeParquet(t *testing.T, path string) {
 		b.Field(0).(*array.Int64Builder).Append(int64(i))
 		b.Field(1).(*array.StringBuilder).Append("row")
 	}
+	writeParquetRecord(t, path, b.NewRecordBatch(), pqarrow.DefaultWriterProps())
+}
+
+// writeParquetRecord writes rec to path as a Parquet file with the Arrow properties props.
+func writeParquetRecord(t *testing.T, path string, rec arrow.RecordBatch, props pqarrow.ArrowWriterProperties) {
+	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := pqarrow.NewFileWriter(schema, f, nil, pqarrow.DefaultWriterProps())
+	w, err := pqarrow.NewFileWriter(rec.Schema(), f, nil, props)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(b.NewRecordBatch()); err != nil {
+	if err := w.Write(rec); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
