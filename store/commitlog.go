@@ -32,7 +32,7 @@ func (w *writer) insertCommitLog(plans []appendPlan) (err error) {
 		// and replay sizes its reads by this (CommitInfo.Bytes).
 		c := p.commit
 		row := commitLogRow{tableID: c.Position.TableID, activation: c.Position.Activation, seq: c.Position.Seq,
-			version: int32(c.SchemaVersion), rows: c.Rows, bytes: max(c.Bytes, RecordBytes(p.op.batch.Record)), committedAt: c.CommittedAt}
+			version: int32(c.SchemaVersion), rows: c.Rows, bytes: max(c.Bytes, p.size), committedAt: c.CommittedAt}
 		if p.op.batch.IdempotencyKey != "" {
 			row.key, row.hash = p.op.batch.IdempotencyKey, p.op.batch.RequestHash
 		}

@@ -30,18 +30,18 @@ var appenderTypes = map[Type]bool{
 // bufferRows hands the rows of t's commits among plans, each prefixed with its commit's
 // seq, to the writer's DuckDB appender for t, before the transaction begins; flushBuffered
 // writes them inside it. An appender appends without parsing a statement nor registering
-// an Arrow view: measured on the project's 2-core machine, a 1-row commit's rows took about
-// 1 ms of CPU as RegisterView and INSERT … SELECT and 0.4 ms as one flush. The rows of the smallest groups go to a prepared INSERT instead,
-// cheaper still (insertRowValues). It reports false, having buffered nothing, when the
-// rows are better staged as an Arrow view: more than one DuckDB vector of them, a column
-// type outside appenderTypes, or a value the appender refuses (such as a timestamp outside
-// the years it converts).
+// an Arrow view: measured on the project's 2-core machine, a 1-row commit's rows took
+// about 1 ms of CPU as RegisterView and INSERT … SELECT and 0.4 ms as one flush. The rows
+// of the smallest groups go to a prepared INSERT instead, cheaper still (insertRowValues).
+// It reports false, having buffered nothing, when the rows are better staged as an Arrow
+// view: more than one DuckDB vector of them, a column type outside appenderTypes, or a
+// value the appender refuses (such as a timestamp outside the years it converts).
 func (w *writer) bufferRows(tx *writeTx, t *table, plans []appendPlan) bool {
 	var rows, size int64
 	for _, p := range plans {
 		if p.t == t && p.err == nil && !p.commit.Duplicate {
 			rows += p.commit.Rows
-			size += RecordBytes(p.op.batch.Record)
+			size += p.size
 		}
 	}
 	if rows == 0 || rows > vectorRows {
@@ -87,8 +87,8 @@ func (w *writer) bufferRows(tx *writeTx, t *table, plans []appendPlan) bool {
 }
 
 // flushBuffered writes the rows bufferRows buffered or bound for tx into their tables,
-// inside the open transaction. It takes no context, as insertCommitLog: each flush holds at most one
-// DuckDB vector of rows.
+// inside the open transaction. It takes no context, as insertCommitLog: each flush holds
+// at most one DuckDB vector of rows.
 func (w *writer) flushBuffered(tx *writeTx) error {
 	for len(tx.bound) > 0 {
 		b := tx.bound[0]

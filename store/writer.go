@@ -333,7 +333,10 @@ type appendPlan struct {
 	op     *op
 	t      *table
 	commit Commit
-	err    error // answered to this op alone; the transaction goes on
+	// size is RecordBytes of the op's record, measured once for the commit log and the
+	// choice of how its rows are written.
+	size int64
+	err  error // answered to this op alone; the transaction goes on
 }
 
 // commitAppends commits ops in one transaction and answers each op, or returns the error
@@ -403,6 +406,7 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 			order = append(order, p.t)
 		}
 		heads[p.t]++
+		p.size = RecordBytes(b.Record)
 		p.commit = Commit{
 			Position:      Position{TableID: p.t.id, Activation: p.t.activation, Seq: heads[p.t]},
 			TableName:     p.t.name,
