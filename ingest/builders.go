@@ -127,19 +127,31 @@ func (b *bitmap) add(set bool) {
 	b.n++
 }
 
-// validity is a validity bitmap that counts its nulls; buffer is nil without nulls, as
-// the Arrow format allows.
+// validity is the validity bitmap of a column under construction, with its slot and null
+// counts. Until the first null every slot is valid and no bitmap is kept: buffer is nil
+// without nulls, as the Arrow format allows, so a column without nulls allocates none.
 type validity struct {
-	bitmap
+	n     int
 	nulls int
+	bits  bitmap // every slot's bit, from the first null on
 }
 
 // add appends one slot's validity.
 func (v *validity) add(valid bool) {
+	switch {
+	case !valid && v.nulls == 0:
+		v.bits.bits = make([]byte, 0, v.n/8+1)
+		for range v.n {
+			v.bits.add(true)
+		}
+		fallthrough
+	case v.nulls > 0:
+		v.bits.add(valid)
+	}
 	if !valid {
 		v.nulls++
 	}
-	v.bitmap.add(valid)
+	v.n++
 }
 
 // buffer returns the bitmap as an Arrow buffer, nil without nulls.
@@ -147,7 +159,7 @@ func (v *validity) buffer() *memory.Buffer {
 	if v.nulls == 0 {
 		return nil
 	}
-	return memory.NewBufferBytes(v.bits)
+	return memory.NewBufferBytes(v.bits.bits)
 }
 
 // newArray wraps Go-owned buffers as an array of type dt.
