@@ -41,7 +41,6 @@ func (d jsonDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, er
 		maxRows: textRowLimit(len(body), s),
 		cols:    bs,
 		seen:    make([]int, len(bs)),
-		byName:  make(map[string]int),
 	}
 	sc := newJSONScanner(body, d.ndjson)
 	if err := sc.rows(v); err != nil {
@@ -122,9 +121,10 @@ type jsonRowVisitor interface {
 }
 
 // jsonDecodeVisitor appends each row's members to the column builders. Names are
-// resolved once: a member usually sits at the same position as in the previous row,
-// so that position's name is compared first, then a map of names seen, then the
-// schema (store.Schema.Column: exact, then case-insensitive).
+// resolved once: a member usually sits at the same position as the column it sets, or
+// as in the previous row, so the names at that position are compared first, then a
+// map of names seen, then the schema (store.Schema.Column: exact, then
+// case-insensitive).
 type jsonDecodeVisitor struct {
 	schema    *store.Schema
 	cols      []columnBuilder
@@ -150,15 +150,18 @@ func (v *jsonDecodeVisitor) startRow(row int) error {
 // column set twice in one object, a value that does not fit the column.
 func (v *jsonDecodeVisitor) member(name string, val jsonValue) error {
 	var ci int
-	if v.k < len(v.prevNames) && v.prevNames[v.k] == name {
+	switch {
+	case v.k < len(v.schema.Columns) && v.schema.Columns[v.k].Name == name:
+		ci = v.k
+	case v.k < len(v.prevNames) && v.prevNames[v.k] == name:
 		ci = v.prevCols[v.k]
-	} else {
+	default:
 		ci = v.resolve(name)
-		if v.k < len(v.prevNames) {
-			v.prevNames[v.k], v.prevCols[v.k] = name, ci
-		} else {
-			v.prevNames, v.prevCols = append(v.prevNames, name), append(v.prevCols, ci)
+		for len(v.prevNames) <= v.k {
+			// No column is named "" (store.ValidateColumnName), so padding matches none.
+			v.prevNames, v.prevCols = append(v.prevNames, ""), append(v.prevCols, -1)
 		}
+		v.prevNames[v.k], v.prevCols[v.k] = name, ci
 	}
 	v.k++
 	if ci < 0 {
@@ -183,6 +186,9 @@ func (v *jsonDecodeVisitor) resolve(name string) int {
 		return ci
 	}
 	_, ci := v.schema.Column(name)
+	if v.byName == nil {
+		v.byName = make(map[string]int)
+	}
 	v.byName[name] = ci
 	return ci
 }
