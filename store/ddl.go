@@ -102,7 +102,7 @@ func (db *DB) writeSchema(ctx context.Context, tx *writeTx, t *table, schema *Sc
 	if err := tx.exec(ctx, view); err != nil {
 		return err
 	}
-	t.schema = schema
+	t.schema = schema.withArrow()
 	return nil
 }
 

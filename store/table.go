@@ -133,7 +133,7 @@ func (db *DB) loadCatalog(ctx context.Context) error {
 		if err := json.Unmarshal([]byte(cols), &s.Columns); err != nil {
 			return fmt.Errorf("load catalog: table %s: columns: %w", t.name, err)
 		}
-		t.schema = &s
+		t.schema = s.withArrow()
 		tables[FoldName(t.name)] = &t
 	}
 	if err := rows.Err(); err != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -348,16 +349,35 @@ type Schema struct {
 	Version int      `json:"version"`
 	FromSeq int64    `json:"from_seq"`
 	Columns []Column `json:"columns"`
+
+	arrow *arrowOf // made once for a table's schema version (withArrow); copies share it
+}
+
+// arrowOf is an Arrow schema and the columns it was made of.
+type arrowOf struct {
+	columns []Column
+	schema  *arrow.Schema
 }
 
 // Arrow returns the Arrow schema of batches written under s: one nullable field per
-// column, named as the column, typed by Type.Arrow.
+// column, named as the column, typed by Type.Arrow. For a table's schema version, and
+// any copy of it whose columns are unchanged, it is one schema made once and shared
+// (treat it as immutable, as Arrow schemas are): an ingest request builds none.
 func (s *Schema) Arrow() *arrow.Schema {
+	if a := s.arrow; a != nil && slices.Equal(a.columns, s.Columns) {
+		return a.schema
+	}
 	fields := make([]arrow.Field, len(s.Columns))
 	for i, c := range s.Columns {
 		fields[i] = arrow.Field{Name: c.Name, Type: c.Type.Arrow(), Nullable: true}
 	}
 	return arrow.NewSchema(fields, nil)
+}
+
+// withArrow returns s with its Arrow schema made, for Arrow to share.
+func (s *Schema) withArrow() *Schema {
+	s.arrow = &arrowOf{columns: slices.Clone(s.Columns), schema: s.Arrow()}
+	return s
 }
 
 // Column returns the column named name (exact match first, then case-insensitive, as

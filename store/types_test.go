@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -183,4 +184,44 @@ func TestTypeFromArrow(t *testing.T) {
 			t.Errorf("TypeFromArrow(%s) = %q, %v; want CodeUnprocessable", dt, got, err)
 		}
 	}
+}
+
+// TestSchemaArrowIsSharedWhileColumnsAreUnchanged checks that the Arrow schema of a
+// table's schema version is made once and shared by every copy, across a column change
+// and a reopen, and that a copy whose columns were edited gets its own.
+func TestSchemaArrowIsSharedWhileColumnsAreUnchanged(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ducktail.duckdb")
+	db, _ := openDB(t, path)
+	if _, err := db.CreateTable(ctx, "weather", weatherColumns); err != nil {
+		t.Fatal(err)
+	}
+	shared := func(db *store.DB, want int) {
+		t.Helper()
+		a, _ := db.Table("weather")
+		b, _ := db.Table("weather")
+		if a.Schema.Arrow() != b.Schema.Arrow() {
+			t.Error("two reads of the table made two Arrow schemas")
+		}
+		if got := a.Schema.Arrow().NumFields(); got != want {
+			t.Errorf("the Arrow schema has %d fields, want %d", got, want)
+		}
+		edited := a.Schema
+		edited.Columns = append(edited.Columns[:len(edited.Columns):len(edited.Columns)], store.Column{ID: 99, Name: "extra", Type: store.TypeBigint})
+		if got := edited.Arrow(); got.NumFields() != want+1 || got.Field(want).Name != "extra" {
+			t.Errorf("an edited copy's Arrow schema is %v", got)
+		}
+		edited.Columns = edited.Columns[:1]
+		if got := edited.Arrow(); got.NumFields() != 1 {
+			t.Errorf("a shortened copy's Arrow schema has %d fields", got.NumFields())
+		}
+	}
+	shared(db, 3)
+	if _, err := db.AddColumn(ctx, "weather", store.ColumnSpec{Name: "wind", Type: "DOUBLE"}); err != nil {
+		t.Fatal(err)
+	}
+	shared(db, 4)
+	db.Close()
+	db, _ = openDB(t, path)
+	shared(db, 4)
 }
