@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"hash"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 )
@@ -60,11 +62,18 @@ func (e *CursorError) Error() string { return "unusable cursor: " + e.Reason }
 // Cursors encodes positions as opaque cursors and decodes them back, authenticating them
 // with HMAC-SHA256 (RFC 2104) under a secret key. The store's own is DB.Cursors, keyed by
 // the cursor key kept in its catalog; it is safe for concurrent use.
-type Cursors struct{ key []byte }
+type Cursors struct {
+	key  []byte
+	macs sync.Pool // of HMAC-SHA256 states keyed by key, reset before use
+}
 
 // NewCursors returns a codec keyed by key (any length; the store's key is CursorKeySize
 // bytes). Servers use DB.Cursors; this is for a codec with a known key, as in tests.
-func NewCursors(key []byte) *Cursors { return &Cursors{key: key} }
+func NewCursors(key []byte) *Cursors {
+	c := &Cursors{key: key}
+	c.macs.New = func() any { return hmac.New(sha256.New, key) }
+	return c
+}
 
 // Key returns the codec's key. A writer shares it with its stream nodes (package
 // jetstream), which must encode the same cursors; anyone holding it can forge cursors
@@ -97,7 +106,7 @@ func (c *Cursors) EncodeShaped(p Position, tag ShapeTag) string {
 	copy(buf[9:25], p.Activation[:])
 	binary.BigEndian.PutUint64(buf[25:33], uint64(p.Seq))
 	copy(buf[cursorPayloadSize:], tag[:])
-	buf = append(buf, c.mac(buf)[:cursorMACSize]...)
+	buf = c.mac(buf)[:size+cursorMACSize]
 	return prefix + base64.RawURLEncoding.EncodeToString(buf)
 }
 
@@ -131,7 +140,8 @@ func (c *Cursors) DecodeShaped(s string) (Position, ShapeTag, error) {
 		return Position{}, ShapeTag{}, &CursorError{Reason: ReasonInvalidCursor}
 	}
 	payload, mac := raw[:size], raw[size:]
-	if !hmac.Equal(mac, c.mac(payload)[:cursorMACSize]) {
+	var sum [cursorPayloadSize + ShapeTagSize + sha256.Size]byte
+	if !hmac.Equal(mac, c.mac(append(sum[:0], payload...))[size:size+cursorMACSize]) {
 		return Position{}, ShapeTag{}, &CursorError{Reason: ReasonTamperedCursor}
 	}
 	var tag ShapeTag
@@ -146,9 +156,12 @@ func (c *Cursors) DecodeShaped(s string) (Position, ShapeTag, error) {
 	return p, tag, nil
 }
 
+// mac returns payload appended with its MAC (the whole HMAC-SHA256, before truncation).
 func (c *Cursors) mac(payload []byte) []byte {
-	m := hmac.New(sha256.New, c.key)
+	m := c.macs.Get().(hash.Hash)
+	defer c.macs.Put(m)
+	m.Reset()
 	m.Write(cursorMACContext)
 	m.Write(payload)
-	return m.Sum(nil)
+	return m.Sum(payload)
 }
