@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -48,10 +47,15 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 		s.ingestFailed(w, r, err)
 		return
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	body, release, err := readBody(w, r, s.cfg.MaxBodyBytes, s.ingestBodies)
+	defer release()
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		s.ingestFailed(w, r, &store.Error{Code: store.CodeTooLarge, Message: fmt.Sprintf("request body is over the limit of %d bytes; send smaller commits", tooBig.Limit)})
+		return
+	}
+	if store.ErrorCode(err) == store.CodeUnavailable {
+		s.ingestFailed(w, r, err)
 		return
 	}
 	if err != nil {
@@ -66,29 +70,6 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.ingested(w, c, time.Since(start))
-}
-
-// maxBodyPrealloc bounds what readBody allocates for a body's declared length before any
-// of it arrived: a client that declares a length and sends nothing holds no more.
-const maxBodyPrealloc = 64 << 10
-
-// readBody reads the whole request body, at most limit bytes (a *http.MaxBytesError past
-// it), into a buffer that doubles as the body arrives (bytes.Buffer), so that it holds at
-// most about twice the bytes received, whatever Content-Length declares: io.ReadAll grows
-// its buffer by about a quarter at a time, and for the 22 MiB Arrow commits of `ducktail
-// ingest` that copied and cleared each body several times over, about 0.1 s of the
-// server's CPU for the 3M-row flights file (BenchmarkBulk/load). A declared length sizes
-// the first buffer, up to maxBodyPrealloc.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	first := int64(bytes.MinRead)
-	if r.ContentLength > 0 {
-		// bytes.Buffer.ReadFrom grows a buffer with fewer than bytes.MinRead bytes free
-		// before it reads the end of the body.
-		first = min(r.ContentLength, limit, maxBodyPrealloc) + bytes.MinRead
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, first))
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	return buf.Bytes(), err
 }
 
 // ingested answers a commit: 201, or 200 with Idempotent-Replayed for a retry.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -233,6 +234,53 @@ func TestIngestRetriesAndNamesFoundByReview(t *testing.T) {
 	if r := e.do(t, "DELETE", "/v1/tables/t/columns/SPEED%20KMH", e.admin, nil); r.status != 200 {
 		t.Fatalf("drop 'speed kmh' by another case: %d %s", r.status, r.body)
 	}
+}
+
+// TestIngestBodiesShareOneBudget: while one upload holds most of --max-ingest-bytes,
+// another body that would pass it is refused with 503, Retry-After and the problem code
+// unavailable, committing nothing; once the first upload ends, the same request commits.
+func TestIngestBodiesShareOneBudget(t *testing.T) {
+	e := newEnv(t, options{api: func(c *api.Config) { c.MaxBodyBytes, c.MaxIngestBytes = 1<<20, 1<<20 }})
+	e.ingest(t, "t?create=true", "text/csv", []byte("n\n1\n"), http.StatusCreated)
+	rows := append([]byte("n\n"), bytes.Repeat([]byte("1\n"), 300<<10)...)
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/tables/t/rows", pr)
+	req.ContentLength = int64(len(rows))
+	req.Header.Set("Authorization", "Bearer "+e.admin)
+	req.Header.Set("Content-Type", "text/csv")
+	first := make(chan int, 1)
+	go func() {
+		resp, err := e.client.Do(req)
+		if err != nil {
+			first <- 0
+			return
+		}
+		resp.Body.Close()
+		first <- resp.StatusCode
+	}()
+	if _, err := pw.Write(rows[:1000]); err != nil {
+		t.Fatal(err)
+	}
+	// The server charges the whole declared body before it reads any of it.
+	want := fmt.Sprintf("ducktail_ingest_body_bytes %d\n", len(rows))
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(string(e.do(t, "GET", "/metrics", "", nil).body), want); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics never showed %q", want)
+		}
+	}
+	r := e.do(t, "POST", "/v1/tables/t/rows", e.admin, rows, "Content-Type: text/csv")
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" || !strings.Contains(string(r.body), `"code":"unavailable"`) {
+		t.Fatalf("a body past the budget: %d %q %s", r.status, r.header.Get("Retry-After"), r.body)
+	}
+	if info, _ := e.db.Table("t"); info.Head.Seq != 1 {
+		t.Fatalf("head %d after the refusal, want 1", info.Head.Seq)
+	}
+	pw.Write(rows[1000:])
+	pw.Close()
+	if status := <-first; status != http.StatusCreated {
+		t.Fatalf("the first upload: %d, want 201", status)
+	}
+	e.ingest(t, "t", "text/csv", rows, http.StatusCreated)
 }
 
 // TestIngestBodyLimit: a body past --max-body-bytes is 413 whether it declares its length

@@ -2,25 +2,92 @@ package api
 
 import (
 	"bytes"
+	"errors"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/ducktail/ducktail/store"
 )
 
-// TestReadBodyHoldsWhatArrived: a request that declares 200 MiB and sends one byte gets a
-// buffer of at most maxBodyPrealloc, not its declared length; a body that arrives whole is
-// read whole into at most about twice its size.
-func TestReadBodyHoldsWhatArrived(t *testing.T) {
-	r := httptest.NewRequest("POST", "/", strings.NewReader("n"))
-	r.ContentLength = 200 << 20
-	body, err := readBody(httptest.NewRecorder(), r, 256<<20)
-	if err != nil || string(body) != "n" || cap(body) > maxBodyPrealloc+bytes.MinRead {
-		t.Fatalf("readBody = %d bytes (capacity %d), %v; want 1 byte in at most %d", len(body), cap(body), err, maxBodyPrealloc+bytes.MinRead)
-	}
+// chunked is a request whose body has no declared length, as a chunked upload.
+func chunked(body []byte) *http.Request {
+	r := httptest.NewRequest("POST", "/", bytes.NewReader(body))
+	r.ContentLength = -1
+	return r
+}
+
+// TestReadBodyChargesWhatItHolds: a body with a Content-Length is read into one buffer of
+// exactly that size, a chunked one into at most about twice its size; each holds its
+// buffer's size of the budget until released.
+func TestReadBodyChargesWhatItHolds(t *testing.T) {
+	budget := &ingestBudget{max: 64 << 20}
 	whole := bytes.Repeat([]byte("0123456789"), 300_000)
-	r = httptest.NewRequest("POST", "/", bytes.NewReader(whole))
-	body, err = readBody(httptest.NewRecorder(), r, 256<<20)
-	if err != nil || !bytes.Equal(body, whole) || cap(body) > 2*len(whole)+maxBodyPrealloc {
-		t.Fatalf("readBody = %d bytes (capacity %d), %v; want the %d sent", len(body), cap(body), err, len(whole))
+	body, release, err := readBody(httptest.NewRecorder(), httptest.NewRequest("POST", "/", bytes.NewReader(whole)), 256<<20, budget)
+	if err != nil || !bytes.Equal(body, whole) || cap(body) != len(whole) {
+		t.Fatalf("declared: %d bytes (capacity %d), %v; want the %d sent in a buffer of that size", len(body), cap(body), err, len(whole))
+	}
+	if got := budget.heldBytes(); got != int64(len(whole)) {
+		t.Fatalf("declared: %d bytes held, want %d", got, len(whole))
+	}
+	release()
+	body, release, err = readBody(httptest.NewRecorder(), chunked(whole), 256<<20, budget)
+	if err != nil || !bytes.Equal(body, whole) || cap(body) > 2*len(whole)+firstChunkedBuffer {
+		t.Fatalf("chunked: %d bytes (capacity %d), %v; want the %d sent", len(body), cap(body), err, len(whole))
+	}
+	if got := budget.heldBytes(); got != int64(cap(body)) {
+		t.Fatalf("chunked: %d bytes held, want its buffer's %d", got, cap(body))
+	}
+	release()
+	if got := budget.heldBytes(); got != 0 {
+		t.Fatalf("%d bytes held after every release", got)
+	}
+}
+
+// TestReadBodyRefusals: a declared length past the limit is refused before the body is
+// read, a chunked body once it passes the limit, a body shorter than declared is an
+// error, and a body the budget cannot hold is CodeUnavailable; none holds anything
+// after release.
+func TestReadBodyRefusals(t *testing.T) {
+	budget := &ingestBudget{max: 1 << 20}
+	src := strings.NewReader(strings.Repeat("x", 2000))
+	r := httptest.NewRequest("POST", "/", src)
+	_, release, err := readBody(httptest.NewRecorder(), r, 1000, budget)
+	release()
+	var tooBig *http.MaxBytesError
+	if !errors.As(err, &tooBig) || src.Len() != 2000 {
+		t.Fatalf("declared past the limit: %v with %d of 2000 bytes unread; want a MaxBytesError before reading", err, src.Len())
+	}
+	_, release, err = readBody(httptest.NewRecorder(), chunked(bytes.Repeat([]byte("x"), 200_000)), 100_000, budget)
+	release()
+	if !errors.As(err, &tooBig) {
+		t.Fatalf("chunked past the limit: %v, want a MaxBytesError", err)
+	}
+	r = httptest.NewRequest("POST", "/", strings.NewReader("short"))
+	r.ContentLength = 10
+	_, release, err = readBody(httptest.NewRecorder(), r, 1000, budget)
+	release()
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("shorter than declared: %v, want io.ErrUnexpectedEOF", err)
+	}
+	held, holding, err := readBody(httptest.NewRecorder(), httptest.NewRequest("POST", "/", bytes.NewReader(make([]byte, 600<<10))), 1<<20, budget)
+	if err != nil || len(held) != 600<<10 {
+		t.Fatalf("the first body: %d bytes, %v", len(held), err)
+	}
+	_, release, err = readBody(httptest.NewRecorder(), httptest.NewRequest("POST", "/", bytes.NewReader(make([]byte, 600<<10))), 1<<20, budget)
+	release()
+	if store.ErrorCode(err) != store.CodeUnavailable {
+		t.Fatalf("a body past the budget: %v, want CodeUnavailable", err)
+	}
+	_, release, err = readBody(httptest.NewRecorder(), chunked(make([]byte, 600<<10)), 1<<20, budget)
+	release()
+	if store.ErrorCode(err) != store.CodeUnavailable {
+		t.Fatalf("a chunked body growing past the budget: %v, want CodeUnavailable", err)
+	}
+	holding()
+	if got := budget.heldBytes(); got != 0 {
+		t.Fatalf("%d bytes held after every release", got)
 	}
 }

@@ -24,6 +24,7 @@ import (
 // Defaults for Config fields left zero.
 const (
 	DefaultMaxBodyBytes       = 256 << 20
+	DefaultMaxIngestBytes     = 1 << 30
 	DefaultMaxQueryBodyBytes  = 1 << 20
 	DefaultStreamWriteTimeout = 30 * time.Second
 	DefaultRateLimit          = 500
@@ -36,6 +37,9 @@ const (
 type Config struct {
 	// MaxBodyBytes limits an ingest body (413 past it).
 	MaxBodyBytes int64
+	// MaxIngestBytes bounds the bytes all ingest bodies being read or committed hold
+	// together; past it 503 with Retry-After. It is at least MaxBodyBytes.
+	MaxIngestBytes int64
 	// MaxQueryBodyBytes limits other JSON request bodies (413 past it).
 	MaxQueryBodyBytes int64
 	// StreamWriteTimeout is the deadline of each write to a stream, set through
@@ -77,6 +81,8 @@ type Server struct {
 	metrics *metrics
 	limits  *tokenLimiters
 	router  chi.Router
+	// ingestBodies is charged with the buffer of every ingest body held (readBody).
+	ingestBodies *ingestBudget
 	// snapshots and queries hold a token per table snapshot or query being served.
 	snapshots chan struct{}
 	queries   chan struct{}
@@ -101,6 +107,10 @@ func newServer(cfg Config, hub *stream.Hub, backend Backend) *Server {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.MaxIngestBytes <= 0 {
+		cfg.MaxIngestBytes = DefaultMaxIngestBytes
+	}
+	cfg.MaxIngestBytes = max(cfg.MaxIngestBytes, cfg.MaxBodyBytes)
 	if cfg.MaxQueryBodyBytes <= 0 {
 		cfg.MaxQueryBodyBytes = DefaultMaxQueryBodyBytes
 	}
@@ -126,10 +136,12 @@ func newServer(cfg Config, hub *stream.Hub, backend Backend) *Server {
 		cfg.Registry = prometheus.NewRegistry()
 	}
 	db, _ := backend.(*store.DB)
+	bodies := &ingestBudget{max: cfg.MaxIngestBytes}
 	return &Server{
 		cfg: cfg, backend: backend, hub: hub, log: cfg.Logger,
-		metrics: newMetrics(cfg.Registry, db, hub),
-		limits:  newTokenLimiters(cfg.RateLimit, cfg.RateBurst),
+		metrics:      newMetrics(cfg.Registry, db, hub, bodies),
+		limits:       newTokenLimiters(cfg.RateLimit, cfg.RateBurst),
+		ingestBodies: bodies,
 
 		snapshots: make(chan struct{}, cfg.MaxSnapshots),
 		queries:   make(chan struct{}, cfg.MaxQueries),
