@@ -236,9 +236,10 @@ func TestIngestRetriesAndNamesFoundByReview(t *testing.T) {
 	}
 }
 
-// TestIngestBodiesShareOneBudget: while one upload holds most of --max-ingest-bytes,
-// another body that would pass it is refused with 503, Retry-After and the problem code
-// unavailable, committing nothing; once the first upload ends, the same request commits.
+// TestIngestBodiesShareOneBudget: while one upload holds most of --max-ingest-bytes (its
+// whole declared length, once a quarter of it arrived), another body that would pass it
+// is refused with 503, Retry-After and the problem code unavailable, committing nothing;
+// once the first upload ends, the same request commits.
 func TestIngestBodiesShareOneBudget(t *testing.T) {
 	e := newEnv(t, options{api: func(c *api.Config) { c.MaxBodyBytes, c.MaxIngestBytes = 1<<20, 1<<20 }})
 	e.ingest(t, "t?create=true", "text/csv", []byte("n\n1\n"), http.StatusCreated)
@@ -258,10 +259,10 @@ func TestIngestBodiesShareOneBudget(t *testing.T) {
 		resp.Body.Close()
 		first <- resp.StatusCode
 	}()
-	if _, err := pw.Write(rows[:1000]); err != nil {
+	half := len(rows) / 2
+	if _, err := pw.Write(rows[:half]); err != nil {
 		t.Fatal(err)
 	}
-	// The server charges the whole declared body before it reads any of it.
 	want := fmt.Sprintf("ducktail_ingest_body_bytes %d\n", len(rows))
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(string(e.do(t, "GET", "/metrics", "", nil).body), want); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -275,7 +276,7 @@ func TestIngestBodiesShareOneBudget(t *testing.T) {
 	if info, _ := e.db.Table("t"); info.Head.Seq != 1 {
 		t.Fatalf("head %d after the refusal, want 1", info.Head.Seq)
 	}
-	pw.Write(rows[1000:])
+	pw.Write(rows[half:])
 	pw.Close()
 	if status := <-first; status != http.StatusCreated {
 		t.Fatalf("the first upload: %d, want 201", status)

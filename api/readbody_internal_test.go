@@ -19,9 +19,10 @@ func chunked(body []byte) *http.Request {
 	return r
 }
 
-// TestReadBodyChargesWhatItHolds: a body with a Content-Length is read into one buffer of
-// exactly that size, a chunked one into at most about twice its size; each holds its
-// buffer's size of the budget until released.
+// TestReadBodyChargesWhatItHolds: a body with a Content-Length ends in one buffer of
+// exactly that size, a chunked one in at most about twice its size; each holds its
+// buffer's size of the budget until released, and a body that declared a length and
+// stopped holds at most four times what it sent.
 func TestReadBodyChargesWhatItHolds(t *testing.T) {
 	budget := &ingestBudget{max: 64 << 20}
 	whole := bytes.Repeat([]byte("0123456789"), 300_000)
@@ -34,13 +35,45 @@ func TestReadBodyChargesWhatItHolds(t *testing.T) {
 	}
 	release()
 	body, release, err = readBody(httptest.NewRecorder(), chunked(whole), 256<<20, budget)
-	if err != nil || !bytes.Equal(body, whole) || cap(body) > 2*len(whole)+firstChunkedBuffer {
+	if err != nil || !bytes.Equal(body, whole) || cap(body) > 2*len(whole)+firstBodyBuffer {
 		t.Fatalf("chunked: %d bytes (capacity %d), %v; want the %d sent", len(body), cap(body), err, len(whole))
 	}
 	if got := budget.heldBytes(); got != int64(cap(body)) {
 		t.Fatalf("chunked: %d bytes held, want its buffer's %d", got, cap(body))
 	}
 	release()
+	for _, sent := range []int{1, firstBodyBuffer, 3 * firstBodyBuffer, 1 << 20} {
+		r := httptest.NewRequest("POST", "/", bytes.NewReader(make([]byte, sent)))
+		r.ContentLength = 200 << 20
+		_, release, err = readBody(httptest.NewRecorder(), r, 256<<20, budget)
+		if held := budget.heldBytes(); !errors.Is(err, io.ErrUnexpectedEOF) || held > int64(max(4*sent, firstBodyBuffer)) {
+			t.Fatalf("200 MiB declared, %d sent: %d bytes held, %v; want at most %d and io.ErrUnexpectedEOF", sent, held, err, max(4*sent, firstBodyBuffer))
+		}
+		release()
+	}
+	if got := budget.heldBytes(); got != 0 {
+		t.Fatalf("%d bytes held after every release", got)
+	}
+}
+
+// TestReadBodyUpToABudgetOfTheLimit: with the budget equal to the limit, a lone body of
+// exactly the limit is read whether declared or chunked, and one byte more is 413.
+func TestReadBodyUpToABudgetOfTheLimit(t *testing.T) {
+	const limit = 3 << 20
+	budget := &ingestBudget{max: limit}
+	for _, n := range []int{limit - 1, limit, limit + 1} {
+		for _, r := range []*http.Request{httptest.NewRequest("POST", "/", bytes.NewReader(make([]byte, n))), chunked(make([]byte, n))} {
+			body, release, err := readBody(httptest.NewRecorder(), r, limit, budget)
+			release()
+			var tooBig *http.MaxBytesError
+			switch {
+			case n <= limit && (err != nil || len(body) != n):
+				t.Fatalf("%d bytes (length %d): %d read, %v", n, r.ContentLength, len(body), err)
+			case n > limit && !errors.As(err, &tooBig):
+				t.Fatalf("%d bytes (length %d): %v, want a MaxBytesError", n, r.ContentLength, err)
+			}
+		}
+	}
 	if got := budget.heldBytes(); got != 0 {
 		t.Fatalf("%d bytes held after every release", got)
 	}
@@ -89,5 +122,37 @@ func TestReadBodyRefusals(t *testing.T) {
 	holding()
 	if got := budget.heldBytes(); got != 0 {
 		t.Fatalf("%d bytes held after every release", got)
+	}
+}
+
+// TestIngestBudgetRefusesOnlyWhatPassesIt: charges that fit are never refused, however
+// many charges that do not fit run beside them, and the budget never holds more than its
+// maximum.
+func TestIngestBudgetRefusesOnlyWhatPassesIt(t *testing.T) {
+	budget := &ingestBudget{max: 100}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 100_000 {
+			if budget.charge(200) {
+				t.Error("a charge past the maximum was taken")
+				return
+			}
+		}
+	}()
+	refused := 0
+	for range 100_000 {
+		if !budget.charge(1) {
+			refused++
+			continue
+		}
+		if held := budget.heldBytes(); held > budget.max {
+			t.Fatalf("%d bytes held, past the maximum %d", held, budget.max)
+		}
+		budget.held.Add(-1)
+	}
+	<-done
+	if refused > 0 {
+		t.Fatalf("%d charges of 1 byte refused on an empty budget", refused)
 	}
 }
