@@ -58,7 +58,7 @@ testdata/bench/flights-3m.parquet:
 	cd testdata/bench && npm pack vega-datasets@3.2.1 --silent >/dev/null && tar -xzf vega-datasets-3.2.1.tgz package/data/flights-3m.parquet && mv package/data/flights-3m.parquet . && rm -rf package vega-datasets-3.2.1.tgz
 
 ## fuzz: each fuzz target for FUZZTIME (default 30s)
-FUZZ_TARGETS := ./ingest:FuzzDecodeCSV ./ingest:FuzzDecodeJSON ./ingest:FuzzDecodeNDJSON ./ingest:FuzzDecodeArrow \
+FUZZ_TARGETS := ./ingest:FuzzDecodeCSV ./ingest:FuzzDecodeJSON ./ingest:FuzzDecodeNDJSON ./ingest:FuzzDecodeArrow ./ingest:FuzzDecodeParquet \
 	./store:FuzzCursorDecode ./stream:FuzzCheckLastEventID ./stream:FuzzSSEEncoding
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \

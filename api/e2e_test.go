@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -216,6 +217,31 @@ func TestRealDataEndToEnd(t *testing.T) {
 		first, _ := fr.RecordBatch(0)
 		if !array.Equal(recs[0].Column(0), array.NewSlice(first.Column(0), 0, recs[0].NumRows())) {
 			t.Fatal("snapshot delay values differ from the file")
+		}
+	})
+
+	t.Run("flights-20k.parquet", func(t *testing.T) {
+		body := readFile(t, "flights-20k.parquet")
+		r := e.do(t, "POST", "/v1/tables/flights_parquet/rows?create=true", e.admin, body, "Content-Type: application/vnd.apache.parquet")
+		if r.status != http.StatusCreated {
+			t.Fatalf("status %d: %s", r.status, r.body)
+		}
+		// DuckDB's own reading of the file (it wrote it): 20,000 rows, these sums.
+		q := e.queryJSON(t, "SELECT count(*) AS n, sum(delay)::VARCHAR AS d, sum(distance)::VARCHAR AS m, min(date)::VARCHAR AS first FROM flights_parquet")
+		if got := fmt.Sprint(q.Rows[0]["n"], " ", q.Rows[0]["d"], " ", q.Rows[0]["m"], " ", q.Rows[0]["first"]); got != "20000 275859 15087480 2001-01-01 00:01:00" {
+			t.Fatalf("got %s", got)
+		}
+		// Into the existing table again, and a body that is not Parquet: a 400 that
+		// commits nothing.
+		if r := e.do(t, "POST", "/v1/tables/flights_parquet/rows", e.admin, body, "Content-Type: application/vnd.apache.parquet"); r.status != http.StatusCreated {
+			t.Fatalf("second load: status %d: %s", r.status, r.body)
+		}
+		bad := e.do(t, "POST", "/v1/tables/flights_parquet/rows", e.admin, body[:len(body)-100], "Content-Type: application/vnd.apache.parquet")
+		if bad.status != http.StatusBadRequest || !strings.Contains(string(bad.body), "not a valid Parquet file") {
+			t.Fatalf("truncated file: status %d: %s", bad.status, bad.body)
+		}
+		if q := e.queryJSON(t, "SELECT count(*) AS n FROM flights_parquet"); q.Rows[0]["n"].(json.Number).String() != "40000" {
+			t.Fatalf("rows after the refused body: %v", q.Rows[0])
 		}
 	})
 }

@@ -71,14 +71,21 @@ func (d arrowDecoder) Decode(body []byte, s *store.Schema) (rec arrow.RecordBatc
 		return nil, err
 	}
 	defer releaseBatches(batches)
+	return shapeBatches(schema, batches, len(body), s)
+}
+
+// shapeBatches makes one record shaped by s.Arrow() of the batches a body of bodySize
+// bytes decoded to, all of the given schema, by the rules of arrowDecoder: fields
+// matched to columns by name, each column converted by convertArrow, missing columns
+// NULL. The record's rows and nested values are bounded by arrowBudget(bodySize).
+func shapeBatches(schema *arrow.Schema, batches []arrow.RecordBatch, bodySize int, s *store.Schema) (arrow.RecordBatch, error) {
 	// Rows of null-typed fields cost no bytes in the body, so the row count is bounded
 	// by the memory the decoded record may take instead.
-	limit := arrowBudget(len(body)) / rowBytes(s)
+	limit := arrowBudget(bodySize) / rowBytes(s)
 	var rows int64
 	for _, b := range batches {
 		if b.NumRows() < 0 || b.NumRows() > limit-rows {
-			return nil, &store.Error{Code: store.CodeTooLarge,
-				Message: fmt.Sprintf("the Arrow body holds more rows than the %d a body of %d bytes may decode to", limit, len(body))}
+			return nil, tooManyRows(limit, bodySize)
 		}
 		rows += b.NumRows()
 	}
@@ -100,7 +107,7 @@ func (d arrowDecoder) Decode(body []byte, s *store.Schema) (rec arrow.RecordBatc
 	}
 	// Nested values may repeat (overlapping list views, dictionaries, runs) far past the
 	// body's size; bound them as the rows are (8 bytes a slot).
-	if err := checkExpansion(batches, colOf, s, arrowBudget(len(body))/8); err != nil {
+	if err := checkExpansion(batches, colOf, s, arrowBudget(bodySize)/8); err != nil {
 		return nil, err
 	}
 	cols := make([]arrow.Array, len(s.Columns))
@@ -137,6 +144,13 @@ func (d arrowDecoder) Decode(body []byte, s *store.Schema) (rec arrow.RecordBatc
 		}
 	}
 	return array.NewRecordBatch(s.Arrow(), cols, int64(n)), nil
+}
+
+// tooManyRows is the CodeTooLarge error of a body of bodySize bytes holding more than
+// limit rows.
+func tooManyRows(limit int64, bodySize int) error {
+	return &store.Error{Code: store.CodeTooLarge,
+		Message: fmt.Sprintf("the body holds more rows than the %d a body of %d bytes may decode to", limit, bodySize)}
 }
 
 // rowBytes is a lower bound of the bytes one decoded row of s takes (slotBytes of each
@@ -253,14 +267,8 @@ func (d arrowDecoder) read(body []byte, withBatches bool) (*arrow.Schema, []arro
 	}
 	var batches []arrow.RecordBatch
 	keep := func(rec arrow.RecordBatch) error {
-		for j, col := range rec.Columns() {
-			if col.DataType().ID() == arrow.NULL {
-				continue // no buffers to check; arrow-go's validator wants one the IPC reader does not make
-			}
-			if err := array.ValidateFull(col); err != nil {
-				return &store.Error{Code: store.CodeInvalid, Column: rec.Schema().Field(j).Name,
-					Message: "Arrow record batch " + fmt.Sprint(len(batches)+1) + " is malformed: " + err.Error()}
-			}
+		if err := validateColumns(rec, "Arrow record batch "+fmt.Sprint(len(batches)+1)); err != nil {
+			return err
 		}
 		batches = append(batches, rec)
 		return nil
@@ -306,6 +314,21 @@ func (d arrowDecoder) read(body []byte, withBatches bool) (*arrow.Schema, []arro
 		return nil, nil, fail(err)
 	}
 	return r.Schema(), batches, nil
+}
+
+// validateColumns checks every column of rec with array.ValidateFull (offsets, sizes,
+// UTF-8 of strings), naming the column and what (the batch) in a CodeInvalid error.
+func validateColumns(rec arrow.RecordBatch, what string) error {
+	for j, col := range rec.Columns() {
+		if col.DataType().ID() == arrow.NULL {
+			continue // no buffers to check; arrow-go's validator wants one the IPC reader does not make
+		}
+		if err := array.ValidateFull(col); err != nil {
+			return &store.Error{Code: store.CodeInvalid, Column: rec.Schema().Field(j).Name,
+				Message: what + " is malformed: " + err.Error()}
+		}
+	}
+	return nil
 }
 
 // recoverArrow turns a panic while reading an untrusted IPC body into a CodeInvalid

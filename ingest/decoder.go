@@ -1,7 +1,8 @@
 // Package ingest turns the body of an ingest request into one Arrow record batch for one
 // commit and commits it (docs/design.md, "Ingest"): DecoderFor picks the decoder of a
-// media type (CSV, JSON, NDJSON, Arrow IPC), a Decoder infers a new table's columns and
-// decodes a body under a table's schema, and Ingester.Ingest is the whole operation.
+// media type (CSV, JSON, NDJSON, Arrow IPC, Parquet), a Decoder infers a new table's
+// columns and decodes a body under a table's schema, and Ingester.Ingest is the whole
+// operation.
 // Every refusal is a *store.Error naming the row, line and column of bad input.
 package ingest
 
@@ -46,6 +47,7 @@ const (
 	mediaJSONL       = "application/jsonl"                   // JSON Lines, read as NDJSON
 	mediaArrowStream = "application/vnd.apache.arrow.stream" // Arrow IPC streaming format
 	mediaArrowFile   = "application/vnd.apache.arrow.file"   // Arrow IPC file format
+	mediaParquet     = "application/vnd.apache.parquet"      // Apache Parquet file format
 )
 
 // DecoderFor returns the decoder for a Content-Type header value. The media type is
@@ -68,11 +70,13 @@ func DecoderFor(contentType string) (Decoder, error) {
 		return arrowDecoder{}, nil
 	case mediaArrowFile:
 		return arrowDecoder{file: true}, nil
+	case mediaParquet:
+		return parquetDecoder{}, nil
 	}
 	return nil, &store.Error{
 		Code: store.CodeUnsupportedMediaType,
 		Message: "unsupported Content-Type " + quoteValue(contentType) + "; send " + mediaCSV + ", " +
-			mediaJSON + ", " + mediaNDJSON + ", " + mediaArrowStream + " or " + mediaArrowFile,
+			mediaJSON + ", " + mediaNDJSON + ", " + mediaArrowStream + ", " + mediaArrowFile + " or " + mediaParquet,
 	}
 }
 
@@ -81,6 +85,7 @@ var (
 	_ Decoder = csvDecoder{}
 	_ Decoder = jsonDecoder{}
 	_ Decoder = arrowDecoder{}
+	_ Decoder = parquetDecoder{}
 )
 
 // valueError returns the CodeUnprocessable *store.Error for a value that does not fit

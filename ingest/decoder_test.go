@@ -33,6 +33,7 @@ func TestDecoderFor(t *testing.T) {
 		{"application/jsonl", jsonDecoder{ndjson: true}},
 		{"application/vnd.apache.arrow.stream", arrowDecoder{}},
 		{"application/vnd.apache.arrow.file", arrowDecoder{file: true}},
+		{"application/vnd.apache.parquet", parquetDecoder{}},
 	} {
 		got, err := DecoderFor(tc.contentType)
 		if err != nil {

@@ -212,3 +212,29 @@ func FuzzDecodeArrow(f *testing.F) {
 		checkInferThenDecode(t, d, body, false)
 	})
 }
+
+func FuzzDecodeParquet(f *testing.F) {
+	flights, err := ipc.NewFileReader(bytes.NewReader(readTestdata(f, "flights-200k.arrow")))
+	if err != nil {
+		f.Fatal(err)
+	}
+	first, err := flights.RecordBatchAt(0)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(parquetBody(f, first.NewSlice(0, 20)))
+	all := allTypes(f)
+	row := `{"b":true,"i8":-128,"i64":9007199254740993,"u64":18446744073709551615,"f":1.5,"dec":12.345,"s":"héllo","blob":"aGk=","day":"2012-01-01","tod":"12:34:56","ts":"2012-01-01 10:00:00","tz":"2012-01-01T10:00:00Z"}`
+	typed, err := jsonDecoder{}.Decode([]byte("["+row+",{}]"), all)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(parquetBody(f, typed))
+	f.Add([]byte("PAR1 not parquet PAR1"))
+
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec, err := parquetDecoder{}.Decode(body, all)
+		checkFuzzResult(t, rec, err, all)
+		checkInferThenDecode(t, parquetDecoder{}, body, false)
+	})
+}
