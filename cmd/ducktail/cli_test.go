@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -297,4 +301,51 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestCLISendsParquetWhole: a Parquet file goes in one commit, the server decoding it,
+// unless --chunk-rows is given; and when a server refuses the file whole (here a proxy
+// in front of the real one answers 415, as a server without Parquet bodies would) the
+// same rows go in Arrow chunks instead, each row once.
+func TestCLISendsParquetWhole(t *testing.T) {
+	st := startStack(t)
+	const file = "../../testdata/flights-20k.parquet"
+	if out := st.cli(t, "ingest", "whole", file, "--create"); !strings.Contains(out, "ingested 20000 rows in 1 commits") {
+		t.Fatal(out)
+	}
+	if out := st.cli(t, "ingest", "chunked", file, "--create", "--chunk-rows", "8000"); !strings.Contains(out, "ingested 20000 rows in 3 commits") {
+		t.Fatal(out)
+	}
+
+	target, _ := url.Parse(st.URL())
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = st.client.Transport
+	var refused atomic.Int32
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Content-Type") == "application/vnd.apache.parquet" {
+			refused.Add(1)
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusUnsupportedMediaType)
+			io.WriteString(w, `{"status":415,"code":"unsupported_media_type","detail":"unsupported Content-Type"}`)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	var stdout, stderr bytes.Buffer
+	root := newRootCommand()
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	root.SetArgs([]string{"ingest", "fallback", file, "--create", "--server", front.URL, "--data-dir", st.dir})
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("%v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	if refused.Load() != 1 || !strings.Contains(stderr.String(), "refused the file in one body") ||
+		!strings.Contains(stdout.String(), "ingested 20000 rows in 1 commits") {
+		t.Fatalf("refused %d times; stdout %s; stderr %s", refused.Load(), stdout.String(), stderr.String())
+	}
+	out := st.cli(t, "query", "SELECT (SELECT count(*) FROM (SELECT * FROM whole EXCEPT ALL SELECT * FROM chunked)) AS a, (SELECT count(*) FROM (SELECT * FROM chunked EXCEPT ALL SELECT * FROM fallback)) AS b, (SELECT count(*) FROM fallback) AS n", "--format", "json")
+	if !strings.Contains(out, `"a":0`) || !strings.Contains(out, `"b":0`) || !strings.Contains(out, `"n":20000`) {
+		t.Fatalf("the three loads differ: %s", out)
+	}
 }

@@ -64,7 +64,9 @@ func newIngestCommand(cfg *clientConfig) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ingest TABLE FILE",
 		Short: "Send a CSV, JSON, NDJSON, Arrow IPC (file or stream) or Parquet file in commits of --chunk-rows rows",
-		Long: `Send a file to a table, in commits of --chunk-rows rows each. Every commit carries an
+		Long: `Send a file to a table, in commits of --chunk-rows rows each; a Parquet file of at most
+32 MiB goes as it is, in one commit the server decodes, unless --chunk-rows is given or the
+server refuses it whole (then in chunks). Every commit carries an
 Idempotency-Key derived from the table's activation and the chunk, so a retried chunk (the
 command retries network errors, 429 and 503) is never committed twice.`,
 		Args: cobra.ExactArgs(2),
@@ -76,10 +78,11 @@ command retries network errors, 429 and 503) is never committed twice.`,
 			if err != nil {
 				return err
 			}
-			return runIngest(cmd, c, args[0], args[1], fileReading{format: format, jsonPath: jsonPath, chunkRows: chunkRows}, create)
+			return runIngest(cmd, c, args[0], args[1], fileReading{format: format, jsonPath: jsonPath, chunkRows: chunkRows,
+				chunkRowsSet: cmd.Flags().Changed("chunk-rows")}, create)
 		},
 	}
-	cmd.Flags().IntVar(&chunkRows, "chunk-rows", defaultChunkRows, "rows per commit (fewer when a commit's body would pass 32 MiB)")
+	cmd.Flags().IntVar(&chunkRows, "chunk-rows", defaultChunkRows, "rows per commit (fewer when a commit's body would pass 32 MiB); unless given, a Parquet file of at most 32 MiB is sent whole, in one commit")
 	cmd.Flags().BoolVar(&create, "create", false, "create the table from the file's inferred schema when it does not exist")
 	cmd.Flags().StringVar(&format, "format", "", "csv, json, ndjson, arrow or parquet (default: from the file extension)")
 	cmd.Flags().StringVar(&jsonPath, "json-path", "", "for --format json: the array to ingest inside the document, as object keys joined by dots (features, for GeoJSON)")
@@ -93,6 +96,9 @@ type fileReading struct {
 	// jsonPath names the array to ingest inside a JSON document; "" for the document.
 	jsonPath  string
 	chunkRows int
+	// chunkRowsSet is whether --chunk-rows was given: a Parquet file is then sent in
+	// chunks of that many rows, never whole (ingest_parquet.go).
+	chunkRowsSet bool
 }
 
 func runIngest(cmd *cobra.Command, c *client, table, path string, how fileReading, create bool) error {
@@ -108,12 +114,34 @@ func runIngest(cmd *cobra.Command, c *client, table, path string, how fileReadin
 	if how.format == "" {
 		how.format = formatFromExtension(path)
 	}
+	if how.format == "parquet" && !how.chunkRowsSet && st.Size() <= maxChunkBytes {
+		err := ingestFile(cmd, c, table, path, f, st.Size(), how, create, true)
+		if !refusedWhole(err) {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: the server refused the file in one body (%v); sending it in commits of %d rows\n", path, err, how.chunkRows)
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+	}
+	return ingestFile(cmd, c, table, path, f, st.Size(), how, create, false)
+}
+
+// ingestFile sends the size bytes of f (opened from path) to table in chunks, or with
+// whole in one Parquet body (ingest_parquet.go), with a progress bar.
+func ingestFile(cmd *cobra.Command, c *client, table, path string, f *os.File, size int64, how fileReading, create, whole bool) error {
 	cf := &countingFile{f: f}
-	src, err := newChunkSource(how, cf)
+	var src chunkSource
+	var err error
+	if whole {
+		src, err = newWholeParquet(cf)
+	} else {
+		src, err = newChunkSource(how, cf)
+	}
 	if err != nil {
 		return err
 	}
-	bar := newIngestBar(cmd.ErrOrStderr(), "ingest "+filepath.Base(path), src, cf, st.Size())
+	bar := newIngestBar(cmd.ErrOrStderr(), "ingest "+filepath.Base(path), src, cf, size)
 	if err := sendChunks(cmd, c, table, path, src, create, bar); err != nil {
 		bar.stop()
 		return err
