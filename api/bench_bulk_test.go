@@ -91,15 +91,15 @@ func startBulkServer(b *testing.B) *bulkServer {
 		client: client, plainURL: "http://" + plainLn.Addr().String()}
 }
 
-// ingestFile runs `ducktail ingest TABLE FILE --create` against the server in a new
-// table and returns the table's name, the rows it holds and the CPU time (user + system)
-// the CLI process used.
-func (s *bulkServer) ingestFile(b *testing.B) (string, int64, time.Duration) {
+// ingestFile runs `ducktail ingest TABLE FILE --create` with the flags in extra against
+// the server in a new table and returns the table's name, the rows it holds and the CPU
+// time (user + system) the CLI process used.
+func (s *bulkServer) ingestFile(b *testing.B, extra ...string) (string, int64, time.Duration) {
 	b.Helper()
 	s.tables++
 	table := fmt.Sprintf("flights_%d", s.tables)
 	path, _ := filepath.Abs(benchFlightsFile)
-	cmd := exec.Command(s.cli, "ingest", table, path, "--create", "--server", s.url, "--token", s.admin, "--ca-cert", s.cert)
+	cmd := exec.Command(s.cli, append([]string{"ingest", table, path, "--create", "--server", s.url, "--token", s.admin, "--ca-cert", s.cert}, extra...)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("ducktail ingest: %v\n%s", err, out)
 	}
@@ -200,10 +200,12 @@ func duckdbArrowRead(b *testing.B, db *sql.DB) int64 {
 // BenchmarkBulk compares ducktail's bulk paths with DuckDB's own on the 3M-row flights
 // Parquet file, both sides in each iteration of the same run:
 //
-//   - load: `ducktail ingest flights_N FILE --create` (the CLI, a child process, in
-//     commits of its default --chunk-rows over HTTP/2 with TLS, timed from its start
-//     to its exit) against DuckDB's `CREATE TABLE t AS SELECT * FROM
-//     read_parquet(FILE)` into a fresh DuckDB file;
+//   - load: `ducktail ingest flights_N FILE --create` (the CLI, a child process, which
+//     sends the 13 MiB file whole, one commit the server decodes, over HTTP/2 with
+//     TLS, timed from its start to its exit) against DuckDB's `CREATE TABLE t AS
+//     SELECT * FROM read_parquet(FILE)` into a fresh DuckDB file; load-chunked the
+//     same with --chunk-rows 491520, the CLI decoding the file and sending its rows as
+//     Arrow IPC in 7 commits (the path of Parquet files past 32 MiB and of Arrow files);
 //   - snapshot: GET /v1/tables/flights_N/snapshot as an Arrow IPC stream over HTTP/2
 //     with TLS, read and decoded by ipc.NewReader (the client runs in this process),
 //     against duckdb-go's Arrow reader over `SELECT * FROM t`; snapshot-plaintext the
@@ -215,26 +217,31 @@ func duckdbArrowRead(b *testing.B, db *sql.DB) int64 {
 // runs.
 func BenchmarkBulk(b *testing.B) {
 	s := startBulkServer(b)
-	b.Run("load", func(b *testing.B) {
-		var ours, theirs, serverCPU, cliCPU, duckdbCPU time.Duration
-		var rows int64
-		for range b.N {
-			start, cpu := time.Now(), processCPU()
-			_, n, cli := s.ingestFile(b)
-			ours += time.Since(start)
-			serverCPU += processCPU() - cpu
-			cliCPU += cli
-			cpu = processCPU()
-			_, took := duckdbLoad(b)
-			duckdbCPU += processCPU() - cpu
-			theirs += took
-			rows += n
-		}
-		reportBulk(b, rows, ours, theirs)
-		b.ReportMetric(serverCPU.Seconds()/float64(b.N), "server-cpu-s/op")
-		b.ReportMetric(cliCPU.Seconds()/float64(b.N), "cli-cpu-s/op")
-		b.ReportMetric(duckdbCPU.Seconds()/float64(b.N), "duckdb-cpu-s/op")
-	})
+	for _, load := range []struct {
+		name  string
+		extra []string
+	}{{"load", nil}, {"load-chunked", []string{"--chunk-rows", "491520"}}} {
+		b.Run(load.name, func(b *testing.B) {
+			var ours, theirs, serverCPU, cliCPU, duckdbCPU time.Duration
+			var rows int64
+			for range b.N {
+				start, cpu := time.Now(), processCPU()
+				_, n, cli := s.ingestFile(b, load.extra...)
+				ours += time.Since(start)
+				serverCPU += processCPU() - cpu
+				cliCPU += cli
+				cpu = processCPU()
+				_, took := duckdbLoad(b)
+				duckdbCPU += processCPU() - cpu
+				theirs += took
+				rows += n
+			}
+			reportBulk(b, rows, ours, theirs)
+			b.ReportMetric(serverCPU.Seconds()/float64(b.N), "server-cpu-s/op")
+			b.ReportMetric(cliCPU.Seconds()/float64(b.N), "cli-cpu-s/op")
+			b.ReportMetric(duckdbCPU.Seconds()/float64(b.N), "duckdb-cpu-s/op")
+		})
+	}
 	for _, plaintext := range []bool{false, true} {
 		name := "snapshot"
 		if plaintext {

@@ -122,9 +122,11 @@ cat <<'METHOD'
   four per write here); what remains per delivery is that write's share (the loopback
   TCP send, which also runs the receiver's side, about a third of the CPU), the wake-up
   of the session, and the per-commit encoding shared by all subscribers.
-- **`BenchmarkBulk/{load,snapshot,snapshot-plaintext}`**: the 3M-row flights Parquet
-  file. load = `ducktail ingest --create` run as a process over HTTP/2 with TLS (chunks of
-  four DuckDB row groups, the next read while the server commits the one before), against
+- **`BenchmarkBulk/{load,load-chunked,snapshot,snapshot-plaintext}`**: the 3M-row flights
+  Parquet file. load = `ducktail ingest --create` run as a process over HTTP/2 with TLS
+  (the 13 MiB file sent whole, one commit the server decodes); load-chunked the same with
+  `--chunk-rows 491520` (the client decodes the file and sends Arrow IPC in chunks of four
+  DuckDB row groups, the next read while the server commits the one before); each against
   DuckDB's `CREATE TABLE … AS SELECT * FROM read_parquet(…)` into a fresh file in the same
   run. snapshot = the Arrow IPC snapshot read and decoded over HTTP/2 with TLS, by the
   Go client package's HTTP client (1 MiB frames, 8 MiB stream window; Go's 16 KiB frames
@@ -185,6 +187,6 @@ restart after kill -9 under 2 s. Issue 13: ≥ 10,000 commits/s from 64 clients 
 1-row commits, ≤ 0.5 ms of server CPU per commit, single-client p50 ≤ 1.5 ms; at 100
 subscribers under saturation ≥ 170,000 deliveries/s and ≤ 5 µs of server CPU per
 delivery; under overload, RSS bounded and every subscriber either keeping up or told;
-shaped fan-out at most 2× the unshaped one. Issue 15: at most 2 ms added at p50 through
+bulk load and Arrow snapshot ≥ 0.6 of DuckDB's own (`BenchmarkBulk`, ratio); shaped fan-out at most 2× the unshaped one. Issue 15: at most 2 ms added at p50 through
 a stream node with 100 subscribers.
 METHOD
