@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -32,8 +34,8 @@ type parquetDecoder struct{}
 // Infer implements Decoder: the columns of the file's Arrow schema (arrowSpecs), read
 // from its footer.
 func (parquetDecoder) Infer(body []byte) (specs []store.ColumnSpec, err error) {
-	defer recoverParquet(&err)
-	fr, _, err := openParquet(body)
+	defer recoverParquet(&err, nil)
+	fr, _, err := openParquet(body, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -45,9 +47,14 @@ func (parquetDecoder) Infer(body []byte) (specs []store.ColumnSpec, err error) {
 }
 
 // Decode implements Decoder.
-func (parquetDecoder) Decode(body []byte, s *store.Schema) (rec arrow.RecordBatch, err error) {
-	defer recoverParquet(&err)
-	fr, mem, err := openParquet(body)
+func (d parquetDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, error) {
+	return d.decodeLeased(body, s, nil)
+}
+
+// decodeLeased implements leasedDecoder.
+func (parquetDecoder) decodeLeased(body []byte, s *store.Schema, l *lease) (rec arrow.RecordBatch, err error) {
+	defer recoverParquet(&err, l)
+	fr, mem, err := openParquet(body, l)
 	if err != nil {
 		return nil, err
 	}
@@ -56,12 +63,15 @@ func (parquetDecoder) Decode(body []byte, s *store.Schema) (rec arrow.RecordBatc
 	}
 	table, err := fr.ReadTable(context.Background())
 	if err != nil {
-		if mem.exceeded.Load() {
-			return nil, &store.Error{Code: store.CodeTooLarge, Message: "the Parquet body is too large once decoded", Err: err}
-		}
-		return nil, notParquet(err)
+		return nil, mem.failure(err, "the Parquet body is too large once decoded", notParquet(err))
 	}
 	defer table.Release()
+	for i := range int(table.NumCols()) {
+		if col := table.Column(i); int64(col.Len()) != fr.ParquetReader().NumRows() || table.NumRows() != fr.ParquetReader().NumRows() {
+			return nil, &store.Error{Code: store.CodeInvalid, Column: table.Schema().Field(i).Name,
+				Message: fmt.Sprintf("the Parquet column %s holds %d values where the footer says %d rows", quoteValue(table.Schema().Field(i).Name), col.Len(), fr.ParquetReader().NumRows())}
+		}
+	}
 	batches, err := tableBatches(table)
 	if err != nil {
 		return nil, err
@@ -70,19 +80,56 @@ func (parquetDecoder) Decode(body []byte, s *store.Schema) (rec arrow.RecordBatc
 	return shapeBatches(table.Schema(), batches, len(body), s)
 }
 
+// parquetLeafPrepay is what a request's lease prepays for each leaf column of a Parquet
+// body, on top of the body's size: pqarrow sets up each column's reader in a goroutine of
+// its own (no recover reaches it), allocating a 16 KiB page header buffer through the
+// budgetAllocator; a quarter of this is room to spare.
+const parquetLeafPrepay = 64 << 10
+
 // openParquet opens body as a Parquet file read through a budgetAllocator of
-// arrowBudget(len(body)) bytes, with its columns read in parallel.
-func openParquet(body []byte) (*pqarrow.FileReader, *budgetAllocator, error) {
-	mem := newBudgetAllocator(arrowBudget(len(body)))
+// arrowBudget(len(body)) bytes booked to l, once its footer passed checkParquetFooter and
+// l is prepaid for what pqarrow allocates where no recover reaches. Its columns are
+// read in parallel unless one holds a struct (a map's entries are one): pqarrow reads the
+// children of a struct in goroutines of its own when parallel, where a panic on a damaged
+// page would end the process, and otherwise inside the column's goroutine, whose panics it
+// turns into errors.
+func openParquet(body []byte, l *lease) (*pqarrow.FileReader, *budgetAllocator, error) {
+	mem := newBudgetAllocator(arrowBudget(len(body)), l)
 	pf, err := file.NewParquetReader(bytes.NewReader(body), file.WithReadProps(parquet.NewReaderProperties(mem)))
 	if err != nil {
 		return nil, nil, notParquet(err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{Parallel: true}, mem)
+	if err := checkParquetFooter(pf, int64(len(body))); err != nil {
+		return nil, nil, err
+	}
+	if err := l.prepay(int64(len(body)) + int64(pf.MetaData().Schema.NumColumns())*parquetLeafPrepay); err != nil {
+		return nil, nil, err
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
 	if err != nil {
 		return nil, nil, notParquet(err)
 	}
+	schema, err := fr.Schema()
+	if err != nil {
+		return nil, nil, notParquet(err)
+	}
+	fr.Props.Parallel = !slices.ContainsFunc(schema.Fields(), func(f arrow.Field) bool { return holdsStruct(f.Type) })
 	return fr, mem, nil
+}
+
+// holdsStruct reports whether values of dt hold a struct at any depth.
+func holdsStruct(dt arrow.DataType) bool {
+	switch dt := dt.(type) {
+	case *arrow.StructType, *arrow.MapType:
+		return true
+	case arrow.ListLikeType:
+		return holdsStruct(dt.Elem())
+	case *arrow.DictionaryType:
+		return holdsStruct(dt.ValueType)
+	case arrow.ExtensionType:
+		return holdsStruct(dt.StorageType())
+	}
+	return false
 }
 
 // tableBatches returns the rows of table as record batches (one per run of rows that
@@ -105,18 +152,24 @@ func tableBatches(table arrow.Table) ([]arrow.RecordBatch, error) {
 	return batches, nil
 }
 
-// notParquet is the CodeInvalid error of a body arrow-go cannot read as Parquet.
+// notParquet is the CodeInvalid error of a body arrow-go cannot read as Parquet. The
+// "context canceled" an errgroup of pqarrow's joins to the first error is left out.
 func notParquet(err error) error {
-	return &store.Error{Code: store.CodeInvalid, Message: "the body is not a valid Parquet file: " + err.Error()}
+	return &store.Error{Code: store.CodeInvalid, Message: "the body is not a valid Parquet file: " + strings.TrimSuffix(err.Error(), "\ncontext canceled")}
 }
 
 // recoverParquet turns a panic while reading an untrusted Parquet body into a
-// CodeInvalid error (or CodeTooLarge for an exhausted budgetAllocator): arrow-go reads
-// the footer's metadata and pages as they describe themselves.
-func recoverParquet(err *error) {
+// CodeInvalid error (CodeTooLarge for an exhausted budgetAllocator, l's exhausted error
+// for a refused lease): arrow-go reads the footer's metadata and pages as they describe
+// themselves.
+func recoverParquet(err *error, l *lease) {
 	if r := recover(); r != nil {
-		if r == errArrowBudget {
+		switch r {
+		case errArrowBudget:
 			*err = &store.Error{Code: store.CodeTooLarge, Message: "the Parquet body is too large once decoded"}
+			return
+		case errLeaseRefused:
+			*err = l.budget.Exhausted()
 			return
 		}
 		*err = &store.Error{Code: store.CodeInvalid, Message: "the body is not a valid Parquet file", Err: fmt.Errorf("parquet reader panic: %v", r)}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -169,5 +171,32 @@ func TestParquetCorruption(t *testing.T) {
 		body := bytes.Clone(flights)
 		body[at] ^= 0xa5
 		check(fmt.Sprintf("footer byte at %d", at), body)
+	}
+}
+
+// TestParquetDamagedFiles: files whose damage once ended the process (arrow-go reads
+// column chunks and struct children in goroutines no recover reaches, and decodes a
+// stored Arrow schema unchecked) or committed columns of different lengths; each is now
+// CodeInvalid, with the message saying what is wrong (testdata/parquet/README.md).
+func TestParquetDamagedFiles(t *testing.T) {
+	for _, c := range []struct{ file, says string }{
+		{"chunk-size-negative.parquet", "a chunk of -5 bytes"},
+		{"chunk-size-1tib.parquet", "a chunk of 1099511627776 bytes"},
+		{"row-group-no-rows.parquet", "the row groups hold 0 rows, the footer says 300"},
+		{"chunk-no-values.parquet", `column "date" holds`},
+		{"arrow-schema-damaged.parquet", "ARROW:schema is not a valid Arrow schema"},
+		{"struct-page-damaged.parquet", "not a valid Parquet file"},
+	} {
+		body, err := os.ReadFile(filepath.Join("testdata", "parquet", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs, err := parquetDecoder{}.Infer(body)
+		if err == nil {
+			_, err = parquetDecoder{}.Decode(body, schemaFromSpecs(t, specs))
+		}
+		if codeOf(err) != store.CodeInvalid || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v, want CodeInvalid saying %q", c.file, err, c.says)
+		}
 	}
 }
