@@ -2,39 +2,11 @@ package api
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
-	"sync/atomic"
 
-	"github.com/ducktail/ducktail/store"
+	"github.com/ducktail/ducktail/ingest"
 )
-
-// ingestBudget bounds the bytes that ingest request bodies hold at once, all requests
-// together (Config.MaxIngestBytes, docs/operations.md): a body's buffer is charged
-// before it is allocated and discharged when its request ends, and a charge past the
-// bound is refused, so that concurrent uploads cannot grow the server's memory without
-// limit. It is safe for concurrent use.
-type ingestBudget struct {
-	max  int64
-	held atomic.Int64
-}
-
-// charge takes n bytes of the budget, or nothing and false when that would pass max.
-func (b *ingestBudget) charge(n int64) bool {
-	for {
-		held := b.held.Load()
-		if held+n > b.max {
-			return false
-		}
-		if b.held.CompareAndSwap(held, held+n) {
-			return true
-		}
-	}
-}
-
-// heldBytes is the bytes charged now, for the ducktail_ingest_body_bytes gauge.
-func (b *ingestBudget) heldBytes() int64 { return b.held.Load() }
 
 // firstBodyBuffer is the first buffer of a body (or the whole of a smaller declared one);
 // it grows as the body arrives (nextBodyBuffer).
@@ -55,18 +27,19 @@ func nextBodyBuffer(full, declared, limit int64) int64 {
 
 // readBody reads the whole request body, at most limit bytes (a *http.MaxBytesError
 // past it; a declared Content-Length past it before anything is read), into one buffer
-// that grows by nextBodyBuffer as the body arrives and is charged to budget, each
-// growth before it is made, until release is called (release is never nil). A charge the
-// budget refuses is a CodeUnavailable *store.Error (503 with Retry-After). Growing every
+// that grows by nextBodyBuffer as the body arrives and is charged to budget (the
+// server's ingest.MemoryBudget, Config.MaxIngestBytes, docs/operations.md), each growth
+// before it is made, until release is called (release is never nil), so that concurrent
+// uploads cannot grow the server's memory without limit. A charge the budget refuses is
+// its Exhausted error (503 with Retry-After). Growing every
 // body by doubling to twice its size cost about a tenth of the server's CPU time for the
 // 22 MiB Arrow commits of `ducktail ingest` (BenchmarkBulk/load).
-func readBody(w http.ResponseWriter, r *http.Request, limit int64, budget *ingestBudget) (body []byte, release func(), err error) {
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, budget *ingest.MemoryBudget) (body []byte, release func(), err error) {
 	var held int64
-	release = func() { budget.held.Add(-held) }
+	release = func() { budget.Release(held) }
 	grow := func(buf []byte, size int64) ([]byte, error) {
-		if !budget.charge(size - int64(cap(buf))) {
-			return nil, &store.Error{Code: store.CodeUnavailable, Message: fmt.Sprintf(
-				"ingest bodies already hold the server's limit of %d bytes; retry shortly", budget.max)}
+		if !budget.Charge(size - int64(cap(buf))) {
+			return nil, budget.Exhausted()
 		}
 		held += size - int64(cap(buf))
 		return append(make([]byte, 0, size), buf...), nil

@@ -47,7 +47,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 		s.ingestFailed(w, r, err)
 		return
 	}
-	body, release, err := readBody(w, r, s.cfg.MaxBodyBytes, s.ingestBodies)
+	body, release, err := readBody(w, r, s.cfg.MaxBodyBytes, s.ingestMemory)
 	defer release()
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
@@ -64,7 +64,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 	}
 	in := ingest.Ingester{DB: s.db}
 	c, err := in.Ingest(r.Context(), ingest.Request{Table: name, ContentType: contentType, Body: body,
-		IdempotencyKey: key, Create: r.URL.Query().Get("create") == "true"})
+		IdempotencyKey: key, Create: r.URL.Query().Get("create") == "true", Memory: s.ingestMemory})
 	if err != nil {
 		s.ingestFailed(w, r, err)
 		return

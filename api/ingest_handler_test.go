@@ -263,7 +263,7 @@ func TestIngestBodiesShareOneBudget(t *testing.T) {
 	if _, err := pw.Write(rows[:half]); err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("ducktail_ingest_body_bytes %d\n", len(rows))
+	want := fmt.Sprintf("ducktail_ingest_memory_bytes %d\n", len(rows))
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(string(e.do(t, "GET", "/metrics", "", nil).body), want); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("/metrics never showed %q", want)

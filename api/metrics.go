@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ducktail/ducktail/ingest"
 	"github.com/ducktail/ducktail/store"
 	"github.com/ducktail/ducktail/stream"
 )
@@ -46,7 +47,7 @@ type metrics struct {
 // latencyBuckets span 100 µs to 10 s.
 var latencyBuckets = prometheus.ExponentialBuckets(0.0001, 2.5, 12)
 
-func newMetrics(reg *prometheus.Registry, db *store.DB, hub *stream.Hub, bodies *ingestBudget) *metrics {
+func newMetrics(reg *prometheus.Registry, db *store.DB, hub *stream.Hub, bodies *ingest.MemoryBudget) *metrics {
 	f := func(c prometheus.Collector) { reg.MustRegister(c) }
 	m := &metrics{
 		registry: reg,
@@ -86,9 +87,9 @@ func newMetrics(reg *prometheus.Registry, db *store.DB, hub *stream.Hub, bodies 
 	for _, c := range []prometheus.Collector{m.requests, m.requestDuration, m.problems, m.authFailures,
 		m.ingestCommits, m.ingestRows, m.ingestBytes, m.ingestRejects, m.ingestDuration,
 		m.queries, m.queryRefusals, m.queryDuration, m.replayCommits, m.streamsActive, m.streamRefusals, m.framesSent, m.bytesSent, m.streamEnds, m.commitToWrite,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ducktail_ingest_body_bytes",
-			Help: "Bytes the buffers of ingest request bodies being read or committed hold (at most --max-ingest-bytes)."},
-			func() float64 { return float64(bodies.heldBytes()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ducktail_ingest_memory_bytes",
+			Help: "Bytes ingest requests in flight hold: their bodies' buffers and what the Arrow and Parquet readers allocated decoding them (at most --max-ingest-bytes)."},
+			func() float64 { return float64(bodies.Held()) }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}

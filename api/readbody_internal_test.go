@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ducktail/ducktail/ingest"
 	"github.com/ducktail/ducktail/store"
 )
 
@@ -24,13 +25,13 @@ func chunked(body []byte) *http.Request {
 // buffer's size of the budget until released, and a body that declared a length and
 // stopped holds at most four times what it sent.
 func TestReadBodyChargesWhatItHolds(t *testing.T) {
-	budget := &ingestBudget{max: 64 << 20}
+	budget := ingest.NewMemoryBudget(64 << 20)
 	whole := bytes.Repeat([]byte("0123456789"), 300_000)
 	body, release, err := readBody(httptest.NewRecorder(), httptest.NewRequest("POST", "/", bytes.NewReader(whole)), 256<<20, budget)
 	if err != nil || !bytes.Equal(body, whole) || cap(body) != len(whole) {
 		t.Fatalf("declared: %d bytes (capacity %d), %v; want the %d sent in a buffer of that size", len(body), cap(body), err, len(whole))
 	}
-	if got := budget.heldBytes(); got != int64(len(whole)) {
+	if got := budget.Held(); got != int64(len(whole)) {
 		t.Fatalf("declared: %d bytes held, want %d", got, len(whole))
 	}
 	release()
@@ -38,7 +39,7 @@ func TestReadBodyChargesWhatItHolds(t *testing.T) {
 	if err != nil || !bytes.Equal(body, whole) || cap(body) > 2*len(whole)+firstBodyBuffer {
 		t.Fatalf("chunked: %d bytes (capacity %d), %v; want the %d sent", len(body), cap(body), err, len(whole))
 	}
-	if got := budget.heldBytes(); got != int64(cap(body)) {
+	if got := budget.Held(); got != int64(cap(body)) {
 		t.Fatalf("chunked: %d bytes held, want its buffer's %d", got, cap(body))
 	}
 	release()
@@ -46,12 +47,12 @@ func TestReadBodyChargesWhatItHolds(t *testing.T) {
 		r := httptest.NewRequest("POST", "/", bytes.NewReader(make([]byte, sent)))
 		r.ContentLength = 200 << 20
 		_, release, err = readBody(httptest.NewRecorder(), r, 256<<20, budget)
-		if held := budget.heldBytes(); !errors.Is(err, io.ErrUnexpectedEOF) || held > int64(max(4*sent, firstBodyBuffer)) {
+		if held := budget.Held(); !errors.Is(err, io.ErrUnexpectedEOF) || held > int64(max(4*sent, firstBodyBuffer)) {
 			t.Fatalf("200 MiB declared, %d sent: %d bytes held, %v; want at most %d and io.ErrUnexpectedEOF", sent, held, err, max(4*sent, firstBodyBuffer))
 		}
 		release()
 	}
-	if got := budget.heldBytes(); got != 0 {
+	if got := budget.Held(); got != 0 {
 		t.Fatalf("%d bytes held after every release", got)
 	}
 }
@@ -60,7 +61,7 @@ func TestReadBodyChargesWhatItHolds(t *testing.T) {
 // exactly the limit is read whether declared or chunked, and one byte more is 413.
 func TestReadBodyUpToABudgetOfTheLimit(t *testing.T) {
 	const limit = 3 << 20
-	budget := &ingestBudget{max: limit}
+	budget := ingest.NewMemoryBudget(limit)
 	for _, n := range []int{limit - 1, limit, limit + 1} {
 		for _, r := range []*http.Request{httptest.NewRequest("POST", "/", bytes.NewReader(make([]byte, n))), chunked(make([]byte, n))} {
 			body, release, err := readBody(httptest.NewRecorder(), r, limit, budget)
@@ -74,7 +75,7 @@ func TestReadBodyUpToABudgetOfTheLimit(t *testing.T) {
 			}
 		}
 	}
-	if got := budget.heldBytes(); got != 0 {
+	if got := budget.Held(); got != 0 {
 		t.Fatalf("%d bytes held after every release", got)
 	}
 }
@@ -84,7 +85,7 @@ func TestReadBodyUpToABudgetOfTheLimit(t *testing.T) {
 // error, and a body the budget cannot hold is CodeUnavailable; none holds anything
 // after release.
 func TestReadBodyRefusals(t *testing.T) {
-	budget := &ingestBudget{max: 1 << 20}
+	budget := ingest.NewMemoryBudget(1 << 20)
 	src := strings.NewReader(strings.Repeat("x", 2000))
 	r := httptest.NewRequest("POST", "/", src)
 	_, release, err := readBody(httptest.NewRecorder(), r, 1000, budget)
@@ -120,7 +121,7 @@ func TestReadBodyRefusals(t *testing.T) {
 		t.Fatalf("a chunked body growing past the budget: %v, want CodeUnavailable", err)
 	}
 	holding()
-	if got := budget.heldBytes(); got != 0 {
+	if got := budget.Held(); got != 0 {
 		t.Fatalf("%d bytes held after every release", got)
 	}
 }
@@ -129,12 +130,12 @@ func TestReadBodyRefusals(t *testing.T) {
 // many charges that do not fit run beside them, and the budget never holds more than its
 // maximum.
 func TestIngestBudgetRefusesOnlyWhatPassesIt(t *testing.T) {
-	budget := &ingestBudget{max: 100}
+	budget := ingest.NewMemoryBudget(100)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for range 100_000 {
-			if budget.charge(200) {
+			if budget.Charge(200) {
 				t.Error("a charge past the maximum was taken")
 				return
 			}
@@ -142,14 +143,14 @@ func TestIngestBudgetRefusesOnlyWhatPassesIt(t *testing.T) {
 	}()
 	refused := 0
 	for range 100_000 {
-		if !budget.charge(1) {
+		if !budget.Charge(1) {
 			refused++
 			continue
 		}
-		if held := budget.heldBytes(); held > budget.max {
-			t.Fatalf("%d bytes held, past the maximum %d", held, budget.max)
+		if held := budget.Held(); held > budget.Max() {
+			t.Fatalf("%d bytes held, past the maximum %d", held, budget.Max())
 		}
-		budget.held.Add(-1)
+		budget.Release(1)
 	}
 	<-done
 	if refused > 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ducktail/ducktail/ingest"
 	"github.com/ducktail/ducktail/snapshot"
 	"github.com/ducktail/ducktail/store"
 	"github.com/ducktail/ducktail/stream"
@@ -37,8 +38,9 @@ const (
 type Config struct {
 	// MaxBodyBytes limits an ingest body (413 past it).
 	MaxBodyBytes int64
-	// MaxIngestBytes bounds the bytes all ingest bodies being read or committed hold
-	// together; past it 503 with Retry-After. It is at least MaxBodyBytes.
+	// MaxIngestBytes bounds the bytes all ingest requests in flight hold together: their
+	// bodies and what the Arrow and Parquet readers allocate decoding them; past it 503
+	// with Retry-After. It is at least MaxBodyBytes.
 	MaxIngestBytes int64
 	// MaxQueryBodyBytes limits other JSON request bodies (413 past it).
 	MaxQueryBodyBytes int64
@@ -81,8 +83,9 @@ type Server struct {
 	metrics *metrics
 	limits  *tokenLimiters
 	router  chi.Router
-	// ingestBodies is charged with the buffer of every ingest body held (readBody).
-	ingestBodies *ingestBudget
+	// ingestMemory is charged with the buffer of every ingest body held (readBody) and
+	// with what the Arrow and Parquet readers allocate decoding it (ingest.Request.Memory).
+	ingestMemory *ingest.MemoryBudget
 	// snapshots and queries hold a token per table snapshot or query being served.
 	snapshots chan struct{}
 	queries   chan struct{}
@@ -136,12 +139,12 @@ func newServer(cfg Config, hub *stream.Hub, backend Backend) *Server {
 		cfg.Registry = prometheus.NewRegistry()
 	}
 	db, _ := backend.(*store.DB)
-	bodies := &ingestBudget{max: cfg.MaxIngestBytes}
+	bodies := ingest.NewMemoryBudget(cfg.MaxIngestBytes)
 	return &Server{
 		cfg: cfg, backend: backend, hub: hub, log: cfg.Logger,
 		metrics:      newMetrics(cfg.Registry, db, hub, bodies),
 		limits:       newTokenLimiters(cfg.RateLimit, cfg.RateBurst),
-		ingestBodies: bodies,
+		ingestMemory: bodies,
 
 		snapshots: make(chan struct{}, cfg.MaxSnapshots),
 		queries:   make(chan struct{}, cfg.MaxQueries),

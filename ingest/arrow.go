@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -55,8 +56,8 @@ type arrowDecoder struct{ file bool }
 
 // Infer implements Decoder: the columns of the body's Arrow schema (arrowSpecs).
 func (d arrowDecoder) Infer(body []byte) (specs []store.ColumnSpec, err error) {
-	defer recoverArrow(&err)
-	schema, _, err := d.read(body, false)
+	defer recoverArrow(&err, nil)
+	schema, _, err := d.read(body, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -64,9 +65,14 @@ func (d arrowDecoder) Infer(body []byte) (specs []store.ColumnSpec, err error) {
 }
 
 // Decode implements Decoder.
-func (d arrowDecoder) Decode(body []byte, s *store.Schema) (rec arrow.RecordBatch, err error) {
-	defer recoverArrow(&err)
-	schema, batches, err := d.read(body, true)
+func (d arrowDecoder) Decode(body []byte, s *store.Schema) (arrow.RecordBatch, error) {
+	return d.decodeLeased(body, s, nil)
+}
+
+// decodeLeased implements leasedDecoder.
+func (d arrowDecoder) decodeLeased(body []byte, s *store.Schema, l *lease) (rec arrow.RecordBatch, err error) {
+	defer recoverArrow(&err, l)
+	schema, batches, err := d.read(body, true, l)
 	if err != nil {
 		return nil, err
 	}
@@ -204,28 +210,54 @@ func arrowBudget(n int) int64 { return arrowBaseBudget + arrowExpansion*int64(n)
 // errArrowBudget is the panic value of budgetAllocator when the budget is spent.
 var errArrowBudget = fmt.Errorf("arrow body expands past %d bytes plus %d times its size", arrowBaseBudget, arrowExpansion)
 
+// errLeaseRefused is the panic value of budgetAllocator when the request's lease of the
+// MemoryBudget could not grow.
+var errLeaseRefused = errors.New("the ingest memory budget is spent")
+
 // budgetAllocator is the Go allocator with a cap on the bytes it hands out, so that a
 // small IPC body cannot make the reader allocate without bound (a buffer's declared
-// uncompressed length is trusted by arrow-go). Past the cap it panics with
-// errArrowBudget and records that it did.
+// uncompressed length is trusted by arrow-go), each allocation also booked to the
+// request's lease of the server's MemoryBudget. Past the cap it panics with
+// errArrowBudget, and when the lease is refused with errLeaseRefused, recording which.
 type budgetAllocator struct {
 	left     atomic.Int64
 	exceeded atomic.Bool
+	lease    *lease
+	refused  atomic.Bool
 }
 
-// newBudgetAllocator returns an allocator that hands out at most budget bytes.
-func newBudgetAllocator(budget int64) *budgetAllocator {
-	a := &budgetAllocator{}
+// newBudgetAllocator returns an allocator that hands out at most budget bytes, booked
+// to l (nil for none).
+func newBudgetAllocator(budget int64, l *lease) *budgetAllocator {
+	a := &budgetAllocator{lease: l}
 	a.left.Store(budget)
 	return a
 }
 
-// charge books n bytes, panicking with errArrowBudget once the budget is spent.
+// charge books n bytes, panicking with errArrowBudget once the budget is spent and with
+// errLeaseRefused when the lease is.
 func (a *budgetAllocator) charge(n int) {
 	if a.left.Add(-int64(n)) < 0 {
 		a.exceeded.Store(true)
 		panic(errArrowBudget)
 	}
+	if !a.lease.allocate(int64(n)) {
+		a.refused.Store(true)
+		panic(errLeaseRefused)
+	}
+}
+
+// failure is the error of a read that failed with err: CodeTooLarge (tooLarge the
+// message) when a's budget was spent, the lease's exhausted error when it was refused,
+// else invalid.
+func (a *budgetAllocator) failure(err error, tooLarge string, invalid error) error {
+	switch {
+	case a.exceeded.Load():
+		return &store.Error{Code: store.CodeTooLarge, Message: tooLarge, Err: err}
+	case a.refused.Load():
+		return a.lease.budget.Exhausted()
+	}
+	return invalid
 }
 
 // Allocate implements memory.Allocator.
@@ -245,11 +277,14 @@ func (a *budgetAllocator) Free(b []byte) { goAllocator.Free(b) }
 
 // read returns the schema of an IPC body and, with batches set, all its record
 // batches, each retained and validated.
-func (d arrowDecoder) read(body []byte, withBatches bool) (*arrow.Schema, []arrow.RecordBatch, error) {
+func (d arrowDecoder) read(body []byte, withBatches bool, l *lease) (*arrow.Schema, []arrow.RecordBatch, error) {
 	if err := verifyIPC(body, d.file); err != nil {
 		return nil, nil, err
 	}
-	mem := newBudgetAllocator(arrowBudget(len(body)))
+	if err := l.prepay(int64(len(body))); err != nil {
+		return nil, nil, err
+	}
+	mem := newBudgetAllocator(arrowBudget(len(body)), l)
 	opts := []ipc.Option{
 		ipc.WithAllocator(mem),
 		ipc.WithBodySizeLimit(int64(len(body))),
@@ -260,10 +295,8 @@ func (d arrowDecoder) read(body []byte, withBatches bool) (*arrow.Schema, []arro
 		format = "file"
 	}
 	fail := func(err error) error {
-		if mem.exceeded.Load() {
-			return &store.Error{Code: store.CodeTooLarge, Message: "the Arrow IPC body is too large once decompressed", Err: err}
-		}
-		return &store.Error{Code: store.CodeInvalid, Message: "the body is not a valid Arrow IPC " + format + ": " + err.Error()}
+		return mem.failure(err, "the Arrow IPC body is too large once decompressed",
+			&store.Error{Code: store.CodeInvalid, Message: "the body is not a valid Arrow IPC " + format + ": " + err.Error()})
 	}
 	var batches []arrow.RecordBatch
 	keep := func(rec arrow.RecordBatch) error {
@@ -332,12 +365,17 @@ func validateColumns(rec arrow.RecordBatch, what string) error {
 }
 
 // recoverArrow turns a panic while reading an untrusted IPC body into a CodeInvalid
-// error (or CodeTooLarge for an exhausted budgetAllocator): arrow-go's reader indexes
-// buffers as the body's metadata describes them, and validation only follows reading.
-func recoverArrow(err *error) {
+// error (CodeTooLarge for an exhausted budgetAllocator, l's exhausted error for a refused
+// lease): arrow-go's reader indexes buffers as the body's metadata describes them, and
+// validation only follows reading.
+func recoverArrow(err *error, l *lease) {
 	if r := recover(); r != nil {
-		if r == errArrowBudget {
+		switch r {
+		case errArrowBudget:
 			*err = &store.Error{Code: store.CodeTooLarge, Message: "the Arrow IPC body is too large once decompressed"}
+			return
+		case errLeaseRefused:
+			*err = l.budget.Exhausted()
 			return
 		}
 		*err = &store.Error{Code: store.CodeInvalid, Message: "the body is not a valid Arrow IPC body", Err: fmt.Errorf("arrow reader panic: %v", r)}

@@ -39,6 +39,15 @@ type Decoder interface {
 	Decode(body []byte, s *store.Schema) (arrow.RecordBatch, error)
 }
 
+// leasedDecoder is a Decoder whose reader allocates through a budgetAllocator (Arrow IPC,
+// Parquet): Ingester.Ingest books those allocations to a lease of the request's
+// MemoryBudget, which the decoder prepays before reading with what the reader may
+// allocate where no recover reaches. Errors are Decode's, and the budget's Exhausted
+// error when the lease was refused.
+type leasedDecoder interface {
+	decodeLeased(body []byte, s *store.Schema, l *lease) (arrow.RecordBatch, error)
+}
+
 // Media types accepted by POST /v1/tables/{table}/rows (docs/design.md, "Ingest").
 const (
 	mediaCSV         = "text/csv"                            // RFC 4180, header row required
@@ -86,6 +95,9 @@ var (
 	_ Decoder = jsonDecoder{}
 	_ Decoder = arrowDecoder{}
 	_ Decoder = parquetDecoder{}
+
+	_ leasedDecoder = arrowDecoder{}
+	_ leasedDecoder = parquetDecoder{}
 )
 
 // valueError returns the CodeUnprocessable *store.Error for a value that does not fit

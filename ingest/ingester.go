@@ -26,6 +26,11 @@ type Request struct {
 	IdempotencyKey string
 	// Create creates a missing table from the body's inferred schema.
 	Create bool
+	// Memory, when not nil, is charged with what the Arrow and Parquet readers allocate
+	// decoding Body (at least its size, taken before reading starts) until Ingest
+	// returns; a refused charge is its Exhausted error. Text bodies are bounded per body
+	// instead (docs/design.md, "Ingest").
+	Memory *MemoryBudget
 }
 
 // Ingester runs the ingest operation against a store: it owns the policy between the
@@ -50,7 +55,8 @@ type Ingester struct {
 // Errors are *store.Error: CodeUnsupportedMediaType from DecoderFor, the decoders'
 // CodeInvalid, CodeUnprocessable and CodeTooLarge (located by Row, Line and Column),
 // CodeNotFound for an unknown table without Create, CodeConflict for a key reused with
-// another body; and the errors of store.DB.Append.
+// another body, CodeUnavailable when req.Memory refused what decoding needed; and the
+// errors of store.DB.Append.
 func (in *Ingester) Ingest(ctx context.Context, req Request) (store.Commit, error) {
 	dec, err := DecoderFor(req.ContentType)
 	if err != nil {
@@ -71,7 +77,13 @@ func (in *Ingester) Ingest(ctx context.Context, req Request) (store.Commit, erro
 			return c, err
 		}
 	}
-	info, rec, err := in.table(ctx, req, dec)
+	decode := dec.Decode
+	if ld, ok := dec.(leasedDecoder); ok && req.Memory != nil {
+		l := newLease(req.Memory)
+		defer l.release()
+		decode = func(body []byte, s *store.Schema) (arrow.RecordBatch, error) { return ld.decodeLeased(body, s, l) }
+	}
+	info, rec, err := in.table(ctx, req, dec, decode)
 	if err != nil {
 		return store.Commit{}, err
 	}
@@ -79,7 +91,7 @@ func (in *Ingester) Ingest(ctx context.Context, req Request) (store.Commit, erro
 		batch.Table, batch.TableID, batch.SchemaVersion = info.Name, info.ID, info.Schema.Version
 		batch.Record = rec
 		if batch.Record == nil {
-			if batch.Record, err = dec.Decode(req.Body, &info.Schema); err != nil {
+			if batch.Record, err = decode(req.Body, &info.Schema); err != nil {
 				return store.Commit{}, err
 			}
 		}
@@ -98,8 +110,9 @@ func (in *Ingester) Ingest(ctx context.Context, req Request) (store.Commit, erro
 }
 
 // table returns the target table and, when it created the table, the body already
-// decoded under the new table's schema.
-func (in *Ingester) table(ctx context.Context, req Request, dec Decoder) (store.TableInfo, arrow.RecordBatch, error) {
+// decoded (by decode) under the new table's schema.
+func (in *Ingester) table(ctx context.Context, req Request, dec Decoder,
+	decode func([]byte, *store.Schema) (arrow.RecordBatch, error)) (store.TableInfo, arrow.RecordBatch, error) {
 	info, err := in.DB.Table(req.Table)
 	if !errors.Is(err, store.ErrTableNotFound) || !req.Create {
 		return info, nil, err
@@ -112,7 +125,7 @@ func (in *Ingester) table(ctx context.Context, req Request, dec Decoder) (store.
 	if err != nil {
 		return store.TableInfo{}, nil, err
 	}
-	rec, err := dec.Decode(req.Body, schema)
+	rec, err := decode(req.Body, schema)
 	if err != nil {
 		return store.TableInfo{}, nil, err
 	}

@@ -1,12 +1,19 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/ducktail/ducktail/store"
 )
@@ -133,5 +140,64 @@ func TestIngestUnsupportedMediaType(t *testing.T) {
 	}
 	if _, err := in.DB.Table("t"); !errors.Is(err, store.ErrTableNotFound) {
 		t.Errorf("a refused media type created the table: %v", err)
+	}
+}
+
+// TestIngestMemoryBudget: what the Parquet reader allocates is charged to the request's
+// MemoryBudget until Ingest returns. A body that decodes to 30 MB against a budget of
+// 4 MiB is refused with CodeUnavailable and commits nothing; against 1 GiB it commits;
+// either way the budget holds nothing afterwards.
+func TestIngestMemoryBudget(t *testing.T) {
+	db := openStore(t)
+	indices := array.NewInt32Builder(memory.DefaultAllocator)
+	indices.AppendValues(make([]int32, 30_000), nil)
+	words := fromJSON(t, arrow.BinaryTypes.String, `["`+strings.Repeat("x", 1000)+`"]`)
+	strs := array.NewDictionaryArray(&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String},
+		indices.NewArray(), words)
+	body := parquetBody(t, batch("c", strs))
+	in := Ingester{DB: db}
+	small := NewMemoryBudget(4 << 20)
+	_, err := in.Ingest(context.Background(), Request{Table: "t", ContentType: parquetType, Body: body, Create: true, Memory: small})
+	if codeOf(err) != store.CodeUnavailable || small.Held() != 0 {
+		t.Fatalf("30 MB against 4 MiB: %v, %d bytes held after", err, small.Held())
+	}
+	if _, err := db.Table("t"); err == nil {
+		t.Fatal("the refused body created the table")
+	}
+	large := NewMemoryBudget(1 << 30)
+	c, err := in.Ingest(context.Background(), Request{Table: "t", ContentType: parquetType, Body: body, Create: true, Memory: large})
+	if err != nil || c.Rows != 30_000 || large.Held() != 0 {
+		t.Fatalf("30 MB against 1 GiB: %v, %d rows, %d bytes held after", err, c.Rows, large.Held())
+	}
+}
+
+// TestIngestMemoryBudgetPrepaid: with a budget of exactly what a Parquet decoder prepays,
+// the reader's first allocation past it is refused. Those that pqarrow makes in its own
+// goroutines come first and must all fall inside the prepayment, or the refusal would
+// panic where no recover reaches and end the process: flat columns (read in parallel)
+// and a struct of lists and maps (read one after the other) alike end in CodeUnavailable.
+func TestIngestMemoryBudgetPrepaid(t *testing.T) {
+	db := openStore(t)
+	nestedType := arrow.StructOf(
+		arrow.Field{Name: "a", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true},
+		arrow.Field{Name: "m", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Float64), Nullable: true},
+		arrow.Field{Name: "s", Type: arrow.StructOf(arrow.Field{Name: "x", Type: arrow.BinaryTypes.String, Nullable: true}), Nullable: true},
+	)
+	row := `{"a":[1,2,3],"m":[{"key":"k","value":1.5}],"s":{"x":"` + strings.Repeat("y", 200) + `"}}`
+	nested := fromJSON(t, nestedType, "["+strings.Repeat(row+",", 999)+row+"]")
+	for name, body := range map[string][]byte{
+		"flights": readTestdata(t, "flights-20k.parquet"),
+		"nested":  parquetBody(t, batch("n", nested)),
+	} {
+		pf, err := file.NewParquetReader(bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		exact := NewMemoryBudget(int64(len(body)) + int64(pf.MetaData().Schema.NumColumns())*parquetLeafPrepay)
+		in := Ingester{DB: db}
+		_, err = in.Ingest(context.Background(), Request{Table: "t_" + name, ContentType: parquetType, Body: body, Create: true, Memory: exact})
+		if codeOf(err) != store.CodeUnavailable || exact.Held() != 0 {
+			t.Errorf("%s: %v, %d bytes held after; want CodeUnavailable", name, err, exact.Held())
+		}
 	}
 }

@@ -49,7 +49,7 @@ func addReaderFlags(f *pflag.FlagSet, r *snapshot.Reader) {
 
 func addAPIFlags(f *pflag.FlagSet, c *api.Config) {
 	f.Int64Var(&c.MaxBodyBytes, "max-body-bytes", api.DefaultMaxBodyBytes, "size limit of one ingest request body (413 past it)")
-	f.Int64Var(&c.MaxIngestBytes, "max-ingest-bytes", api.DefaultMaxIngestBytes, "bytes all ingest request bodies hold at once, at least --max-body-bytes (503 with Retry-After past it)")
+	f.Int64Var(&c.MaxIngestBytes, "max-ingest-bytes", api.DefaultMaxIngestBytes, "bytes all ingest requests in flight hold at once, their bodies and the memory decoding Arrow and Parquet bodies takes, at least --max-body-bytes (503 with Retry-After past it)")
 	f.DurationVar(&c.StreamWriteTimeout, "stream-write-timeout", api.DefaultStreamWriteTimeout, "deadline of each write to a stream or snapshot")
 	f.StringSliceVar(&c.CORSOrigins, "cors-origin", nil, "browser origin allowed to call the API and open streams (repeatable; * for any)")
 	f.Float64Var(&c.RateLimit, "rate-limit", api.DefaultRateLimit, "requests per second per token (negative: unlimited)")
