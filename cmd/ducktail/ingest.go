@@ -119,7 +119,7 @@ func runIngest(cmd *cobra.Command, c *client, table, path string, how fileReadin
 		if !refusedWhole(err) {
 			return err
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "%s: the server refused the file in one body (%v); sending it in commits of %d rows\n", path, err, how.chunkRows)
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: the server refused the file in one body (%v); sending it in commits of at most %d rows (--chunk-rows)\n", path, err, how.chunkRows)
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
@@ -139,7 +139,7 @@ func ingestFile(cmd *cobra.Command, c *client, table, path string, f *os.File, s
 		src, err = newChunkSource(how, cf)
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: reading it as %s: %w", path, how.format, err)
 	}
 	bar := newIngestBar(cmd.ErrOrStderr(), "ingest "+filepath.Base(path), src, cf, size)
 	if err := sendChunks(cmd, c, table, path, src, create, bar); err != nil {
