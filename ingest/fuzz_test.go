@@ -230,6 +230,12 @@ func FuzzDecodeParquet(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(parquetBody(f, typed))
+	nestedType := arrow.StructOf(
+		arrow.Field{Name: "a", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true},
+		arrow.Field{Name: "m", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Float64), Nullable: true},
+	)
+	nested := fromJSON(f, nestedType, `[{"a":[1,null,3],"m":[{"key":"k","value":1.5}]},null,{"a":[],"m":[]}]`)
+	f.Add(parquetBody(f, batch("n", nested)))
 	f.Add([]byte("PAR1 not parquet PAR1"))
 
 	f.Fuzz(func(t *testing.T, body []byte) {
