@@ -87,13 +87,17 @@ func (parquetDecoder) decodeLeased(body []byte, s *store.Schema, l *lease) (rec 
 const parquetLeafPrepay = 64 << 10
 
 // openParquet opens body as a Parquet file read through a budgetAllocator of
-// arrowBudget(len(body)) bytes booked to l, once its footer passed checkParquetFooter and
-// l is prepaid for what pqarrow allocates where no recover reaches. Its columns are
+// arrowBudget(len(body)) bytes booked to l, once its footer passed checkFooterSchema and
+// checkParquetFooter, with its stored Arrow schema ignored (ignoreStoredSchema), and l is
+// prepaid for what pqarrow allocates where no recover reaches. Its columns are
 // read in parallel unless one holds a struct (a map's entries are one): pqarrow reads the
 // children of a struct in goroutines of its own when parallel, where a panic on a damaged
 // page would end the process, and otherwise inside the column's goroutine, whose panics it
 // turns into errors.
 func openParquet(body []byte, l *lease) (*pqarrow.FileReader, *budgetAllocator, error) {
+	if err := checkFooterSchema(body); err != nil {
+		return nil, nil, err
+	}
 	mem := newBudgetAllocator(arrowBudget(len(body)), l)
 	pf, err := file.NewParquetReader(bytes.NewReader(body), file.WithReadProps(parquet.NewReaderProperties(mem)))
 	if err != nil {
@@ -102,6 +106,7 @@ func openParquet(body []byte, l *lease) (*pqarrow.FileReader, *budgetAllocator, 
 	if err := checkParquetFooter(pf, int64(len(body))); err != nil {
 		return nil, nil, err
 	}
+	ignoreStoredSchema(pf)
 	if err := l.prepay(int64(len(body)) + int64(pf.MetaData().Schema.NumColumns())*parquetLeafPrepay); err != nil {
 		return nil, nil, err
 	}

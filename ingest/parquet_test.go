@@ -175,17 +175,19 @@ func TestParquetCorruption(t *testing.T) {
 }
 
 // TestParquetDamagedFiles: files whose damage once ended the process (arrow-go reads
-// column chunks and struct children in goroutines no recover reaches, and decodes a
-// stored Arrow schema unchecked) or committed columns of different lengths; each is now
-// CodeInvalid, with the message saying what is wrong (testdata/parquet/README.md).
+// column chunks and struct children in goroutines no recover reaches, and sizes the
+// schema tree by the footer) or committed columns of different lengths; each is now
+// CodeInvalid, with the message saying what is wrong (testdata/parquet/README.md). Two
+// whose stored Arrow schema is damaged or disagrees with the Parquet schema are read by
+// the Parquet schema alone.
 func TestParquetDamagedFiles(t *testing.T) {
 	for _, c := range []struct{ file, says string }{
 		{"chunk-size-negative.parquet", "a chunk of -5 bytes"},
 		{"chunk-size-1tib.parquet", "a chunk of 1099511627776 bytes"},
 		{"row-group-no-rows.parquet", "the row groups hold 0 rows, the footer says 300"},
 		{"chunk-no-values.parquet", `column "date" holds`},
-		{"arrow-schema-damaged.parquet", "ARROW:schema is not a valid Arrow schema"},
 		{"struct-page-damaged.parquet", "not a valid Parquet file"},
+		{"schema-children-2g.parquet", "schema element 4 claims 2147483647 children"},
 	} {
 		body, err := os.ReadFile(filepath.Join("testdata", "parquet", c.file))
 		if err != nil {
@@ -198,5 +200,21 @@ func TestParquetDamagedFiles(t *testing.T) {
 		if codeOf(err) != store.CodeInvalid || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: %v, want CodeInvalid saying %q", c.file, err, c.says)
 		}
+	}
+	for file, rows := range map[string]int64{"arrow-schema-damaged.parquet": 4, "arrow-schema-disagrees.parquet": 3} {
+		body, err := os.ReadFile(filepath.Join("testdata", "parquet", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs, err := parquetDecoder{}.Infer(body)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		s := schemaFromSpecs(t, specs)
+		rec, err := parquetDecoder{}.Decode(body, s)
+		if err != nil || rec.NumRows() != rows {
+			t.Fatalf("%s: %v, want %d rows", file, err, rows)
+		}
+		checkRecord(t, rec, s)
 	}
 }
