@@ -18,17 +18,18 @@ import (
 
 // parquetDecoder decodes application/vnd.apache.parquet bodies: one Apache Parquet file
 // (Parquet format specification, "File Format"), all its row groups making one commit.
-// arrow-go's pqarrow reads the file into Arrow columns, its columns in
-// parallel, with the same schema mapping `ducktail ingest` used when it decoded Parquet
-// files itself (strings as utf8, timestamps by their unit, nested types as lists,
-// structs and maps); from there the rules of arrowDecoder apply unchanged: fields
-// matched to columns by name, lossless conversions only, every column checked with
-// array.ValidateFull, missing columns NULL.
+// arrow-go's pqarrow reads the file into Arrow columns (in parallel unless one holds a
+// struct), mapping types from the Parquet schema alone (strings as utf8, timestamps by
+// their unit, nested types as lists, structs and maps; a stored Arrow schema is
+// ignored, ignoreStoredSchema); from there the rules of arrowDecoder apply unchanged:
+// fields matched to columns by name, lossless conversions only, every column checked
+// with array.ValidateFull, missing columns NULL.
 //
-// The body is untrusted. Its row count (from the footer) is bounded before any column
-// is read, the reader allocates at most arrowBudget bytes (Parquet pages are compressed
-// and dictionary-encoded, so a body decodes to several times its size: 13 MiB of
-// flights decode to 115 MiB), and a panic inside arrow-go's reader is CodeInvalid.
+// The body is untrusted. Its footer is checked first (parquet_footer.go), its row count
+// is bounded before any column is read, the reader allocates at most arrowBudget bytes
+// (Parquet pages are compressed and dictionary-encoded, so a body decodes to several
+// times its size: 13 MiB of flights decode to 115 MiB), booked to the request's lease
+// of the MemoryBudget, and a panic inside arrow-go's reader is CodeInvalid.
 type parquetDecoder struct{}
 
 // Infer implements Decoder: the columns of the file's Arrow schema (arrowSpecs), read
