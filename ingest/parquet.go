@@ -28,7 +28,7 @@ import (
 // The body is untrusted. Its footer is checked first (parquet_footer.go), its row count
 // is bounded before any column is read, the reader allocates at most arrowBudget bytes
 // (Parquet pages are compressed and dictionary-encoded, so a body decodes to several
-// times its size: 13 MiB of flights decode to 115 MiB), booked to the request's lease
+// times its size: 13 MiB of flights decode to about 110 MiB), booked to the request's lease
 // of the MemoryBudget, and a panic inside arrow-go's reader is CodeInvalid.
 type parquetDecoder struct{}
 

@@ -13,7 +13,7 @@ import (
 // application/vnd.apache.parquet that the server decodes (docs/api.md, "Ingest"): the
 // file is already compressed and columnar, so the client neither decodes it nor encodes
 // Arrow IPC, and the body is a fraction of the Arrow it decodes to (13 MiB against
-// 115 MiB for the 3M-row flights file, which the server then loads in one commit). When
+// about 110 MiB for the 3M-row flights file, which the server then loads in one commit). When
 // --chunk-rows is given, or the server refuses the file whole (413: it decodes past the
 // server's budget; 415: a server without Parquet bodies), its rows go in Arrow IPC
 // chunks of --chunk-rows rows instead.
