@@ -255,7 +255,7 @@ func (a *budgetAllocator) failure(err error, tooLarge string, invalid error) err
 	case a.exceeded.Load():
 		return &store.Error{Code: store.CodeTooLarge, Message: tooLarge, Err: err}
 	case a.refused.Load():
-		return a.lease.budget.Exhausted()
+		return a.lease.refusal()
 	}
 	return invalid
 }
@@ -375,7 +375,7 @@ func recoverArrow(err *error, l *lease) {
 			*err = &store.Error{Code: store.CodeTooLarge, Message: "the Arrow IPC body is too large once decompressed"}
 			return
 		case errLeaseRefused:
-			*err = l.budget.Exhausted()
+			*err = l.refusal()
 			return
 		}
 		*err = &store.Error{Code: store.CodeInvalid, Message: "the body is not a valid Arrow IPC body", Err: fmt.Errorf("arrow reader panic: %v", r)}

@@ -281,12 +281,33 @@ func convertMap(m *array.Map, n *store.TypeNode, t store.Type, base int) (arrow.
 			return nil, err
 		}
 	}
+	if err := uniqueKeys(parts[0], offsets, base); err != nil {
+		return nil, err
+	}
 	dt := t.Arrow().(*arrow.MapType)
 	entries := array.NewData(dt.Elem(), len(idx), []*memory.Buffer{nil}, []arrow.ArrayData{parts[0].Data(), parts[1].Data()}, 0, 0)
 	defer entries.Release()
 	data := array.NewData(dt, m.Len(), []*memory.Buffer{validityOf(m), memory.NewBufferBytes(arrow.GetBytes(offsets))}, []arrow.ArrayData{entries}, m.NullN(), 0)
 	defer data.Release()
 	return array.MakeFromData(data), nil
+}
+
+// uniqueKeys refuses a map whose row (keys[offsets[i]:offsets[i+1]]) holds a key twice,
+// as a JSON body's map is refused (builders_nested.go) and as DuckDB refuses it on
+// INSERT; the row is base+i+1.
+func uniqueKeys(keys arrow.Array, offsets []int32, base int) error {
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(offsets); i++ {
+		clear(seen)
+		for k := offsets[i]; k < offsets[i+1]; k++ {
+			key := keys.ValueStr(int(k))
+			if seen[key] {
+				return rowError(base+i+1, "map key %s appears twice", quoteValue(key))
+			}
+			seen[key] = true
+		}
+	}
+	return nil
 }
 
 // memberIndex resolves Arrow member names to a STRUCT's or UNION's members, exact first,

@@ -1,7 +1,9 @@
 package ingest
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -154,5 +156,17 @@ func TestArrowNestedExpansionBounded(t *testing.T) {
 		if !ok || e.Code != store.CodeTooLarge || e.Column != "c" {
 			t.Errorf("%s: %v, want CodeTooLarge naming column c", name, err)
 		}
+	}
+}
+
+// TestArrowMapDuplicateKey: a map holding a key twice is refused naming the row, as a
+// JSON body's map is, not left to DuckDB's INSERT to fail on.
+func TestArrowMapDuplicateKey(t *testing.T) {
+	dt := arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64)
+	m := fromJSON(t, dt, `[[{"key":"a","value":1}], [{"key":"k","value":1},{"key":"j","value":2},{"key":"k","value":3}]]`)
+	_, err := decodeArrow(t, "MAP(VARCHAR, BIGINT)", m)
+	var e *store.Error
+	if !errors.As(err, &e) || e.Code != store.CodeUnprocessable || e.Row != 2 || !strings.Contains(e.Message, `"k" appears twice`) {
+		t.Fatalf("got %v, want CodeUnprocessable at row 2 naming key k", err)
 	}
 }

@@ -145,8 +145,9 @@ func TestIngestUnsupportedMediaType(t *testing.T) {
 
 // TestIngestMemoryBudget: what the Parquet reader allocates is charged to the request's
 // MemoryBudget until Ingest returns. A body that decodes to 30 MB against a budget of
-// 4 MiB is refused with CodeUnavailable and commits nothing; against 1 GiB it commits;
-// either way the budget holds nothing afterwards.
+// 4 MiB can never fit (CodeTooLarge); against 64 MiB of which other requests hold 48 it
+// must wait (CodeUnavailable); neither commits anything. Against 1 GiB it commits. The
+// budget holds nothing of the request afterwards.
 func TestIngestMemoryBudget(t *testing.T) {
 	db := openStore(t)
 	indices := array.NewInt32Builder(memory.DefaultAllocator)
@@ -158,8 +159,14 @@ func TestIngestMemoryBudget(t *testing.T) {
 	in := Ingester{DB: db}
 	small := NewMemoryBudget(4 << 20)
 	_, err := in.Ingest(context.Background(), Request{Table: "t", ContentType: parquetType, Body: body, Create: true, Memory: small})
-	if codeOf(err) != store.CodeUnavailable || small.Held() != 0 {
+	if codeOf(err) != store.CodeTooLarge || small.Held() != 0 {
 		t.Fatalf("30 MB against 4 MiB: %v, %d bytes held after", err, small.Held())
+	}
+	busy := NewMemoryBudget(64 << 20)
+	busy.Charge(48 << 20)
+	_, err = in.Ingest(context.Background(), Request{Table: "t", ContentType: parquetType, Body: body, Create: true, Memory: busy})
+	if codeOf(err) != store.CodeUnavailable || busy.Held() != 48<<20 {
+		t.Fatalf("30 MB against 16 of 64 MiB free: %v, %d bytes held after", err, busy.Held())
 	}
 	if _, err := db.Table("t"); err == nil {
 		t.Fatal("the refused body created the table")
@@ -175,7 +182,7 @@ func TestIngestMemoryBudget(t *testing.T) {
 // the reader's first allocation past it is refused. Those that pqarrow makes in its own
 // goroutines come first and must all fall inside the prepayment, or the refusal would
 // panic where no recover reaches and end the process: flat columns (read in parallel)
-// and a struct of lists and maps (read one after the other) alike end in CodeUnavailable.
+// and a struct of lists and maps (read one after the other) alike end in CodeTooLarge.
 func TestIngestMemoryBudgetPrepaid(t *testing.T) {
 	db := openStore(t)
 	nestedType := arrow.StructOf(
@@ -196,8 +203,8 @@ func TestIngestMemoryBudgetPrepaid(t *testing.T) {
 		exact := NewMemoryBudget(int64(len(body)) + int64(pf.MetaData().Schema.NumColumns())*parquetLeafPrepay)
 		in := Ingester{DB: db}
 		_, err = in.Ingest(context.Background(), Request{Table: "t_" + name, ContentType: parquetType, Body: body, Create: true, Memory: exact})
-		if codeOf(err) != store.CodeUnavailable || exact.Held() != 0 {
-			t.Errorf("%s: %v, %d bytes held after; want CodeUnavailable", name, err, exact.Held())
+		if codeOf(err) != store.CodeTooLarge || exact.Held() != 0 {
+			t.Errorf("%s: %v, %d bytes held after; want CodeTooLarge", name, err, exact.Held())
 		}
 	}
 }

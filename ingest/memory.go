@@ -59,6 +59,9 @@ type lease struct {
 	prepaid atomic.Int64
 	// allocated is every byte allocated so far; held is what the budget was charged.
 	allocated, held atomic.Int64
+	// pastBudget is set when a refused charge would have taken the lease past the whole
+	// budget, which no wait would help.
+	pastBudget atomic.Bool
 }
 
 // newLease returns a lease of budget, nil when budget is nil.
@@ -69,10 +72,14 @@ func newLease(budget *MemoryBudget) *lease {
 	return &lease{budget: budget}
 }
 
-// prepay charges n bytes before reading starts, or returns the budget's Exhausted error.
+// prepay charges n bytes before reading starts, or returns the budget's Exhausted error
+// (tooLarge when the lease would pass the whole budget).
 func (l *lease) prepay(n int64) error {
 	if l == nil {
 		return nil
+	}
+	if l.held.Load()+n > l.budget.max {
+		return l.tooLarge()
 	}
 	if !l.budget.Charge(n) {
 		return l.budget.Exhausted()
@@ -95,10 +102,27 @@ func (l *lease) allocate(n int64) bool {
 	}
 	charge := min(n, over)
 	if !l.budget.Charge(charge) {
+		l.pastBudget.Store(l.held.Load()+charge > l.budget.max)
 		return false
 	}
 	l.held.Add(charge)
 	return true
+}
+
+// refusal is the error of a refused allocation: tooLarge when the lease passed the
+// whole budget, else the budget's Exhausted error.
+func (l *lease) refusal() error {
+	if l.pastBudget.Load() {
+		return l.tooLarge()
+	}
+	return l.budget.Exhausted()
+}
+
+// tooLarge is the CodeTooLarge error (413) of a request that needs more than the whole
+// budget: waiting for other requests to end would not help it.
+func (l *lease) tooLarge() error {
+	return &store.Error{Code: store.CodeTooLarge, Message: fmt.Sprintf(
+		"the body decodes to more than the server's %d bytes for all ingests (--max-ingest-bytes); send smaller commits", l.budget.max)}
 }
 
 // release returns everything the lease holds to its budget.

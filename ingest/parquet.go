@@ -175,7 +175,7 @@ func recoverParquet(err *error, l *lease) {
 			*err = &store.Error{Code: store.CodeTooLarge, Message: "the Parquet body is too large once decoded"}
 			return
 		case errLeaseRefused:
-			*err = l.budget.Exhausted()
+			*err = l.refusal()
 			return
 		}
 		*err = &store.Error{Code: store.CodeInvalid, Message: "the body is not a valid Parquet file", Err: fmt.Errorf("parquet reader panic: %v", r)}

@@ -33,7 +33,8 @@ const arrowSchemaKey = "ARROW:schema"
 const maxParquetLeaves = 1024
 
 // checkParquetFooter checks the footer of pf, a file of size bytes: at most
-// maxParquetLeaves leaf columns; every row group has
+// maxParquetLeaves leaf columns; every column chunk holds as many values as its row
+// group has rows (at least as many for a repeated column); every row group has
 // a column chunk for every leaf of the schema and a row count of at least 0, adding up to
 // the file's; and every column chunk lies inside the file, after the leading magic, and no
 // two overlap (so that reading every chunk allocates at most size bytes). Errors are CodeInvalid naming the row group and column,
@@ -67,6 +68,14 @@ func checkParquetFooter(pf *file.Reader, size int64) error {
 			if start < 4 || length <= 0 || start > size || length > size-start || cc.NumValues() < 0 {
 				return footerError("row group %d, column %s: a chunk of %d bytes at offset %d holding %d values does not fit the file's %d bytes",
 					i+1, md.Schema.Column(j).Path(), length, start, cc.NumValues(), size)
+			}
+			// Every row puts one value (a NULL or an empty list included) in a column
+			// without repetition, and at least one in a repeated one; arrow-go stops
+			// reading a chunk at its num_values, which would shift the rows after it.
+			values, repeated := cc.NumValues(), md.Schema.Column(j).MaxRepetitionLevel() > 0
+			if (!repeated && values != rg.NumRows()) || (repeated && values < rg.NumRows()) {
+				return footerError("row group %d, column %s: %d values for the row group's %d rows",
+					i+1, md.Schema.Column(j).Path(), values, rg.NumRows())
 			}
 			chunks = append(chunks, [2]int64{start, start + length})
 		}
