@@ -364,21 +364,26 @@ func validateColumns(rec arrow.RecordBatch, what string) error {
 	return nil
 }
 
-// recoverArrow turns a panic while reading an untrusted IPC body into a CodeInvalid
-// error (CodeTooLarge for an exhausted budgetAllocator, l's exhausted error for a refused
-// lease): arrow-go's reader indexes buffers as the body's metadata describes them, and
-// validation only follows reading.
+// recoverArrow turns a panic while reading an untrusted IPC body into an error
+// (recoverReader): arrow-go's reader indexes buffers as the body's metadata describes
+// them, and validation only follows reading.
 func recoverArrow(err *error, l *lease) {
-	if r := recover(); r != nil {
-		switch r {
-		case errArrowBudget:
-			*err = &store.Error{Code: store.CodeTooLarge, Message: "the Arrow IPC body is too large once decompressed"}
-			return
-		case errLeaseRefused:
-			*err = l.refusal()
-			return
-		}
-		*err = &store.Error{Code: store.CodeInvalid, Message: "the body is not a valid Arrow IPC body", Err: fmt.Errorf("arrow reader panic: %v", r)}
+	recoverReader(recover(), err, l, "the Arrow IPC body is too large once decompressed", "the body is not a valid Arrow IPC body")
+}
+
+// recoverReader sets *err for r, a recovered panic of a reader allocating through a
+// budgetAllocator booked to l (nil when none): CodeTooLarge saying tooLarge for an
+// exhausted budgetAllocator, l's refusal for a refused lease, else CodeInvalid saying
+// invalid. A nil r leaves *err as it is.
+func recoverReader(r any, err *error, l *lease, tooLarge, invalid string) {
+	switch {
+	case r == nil:
+	case r == errArrowBudget:
+		*err = &store.Error{Code: store.CodeTooLarge, Message: tooLarge}
+	case r == errLeaseRefused:
+		*err = l.refusal()
+	default:
+		*err = &store.Error{Code: store.CodeInvalid, Message: invalid, Err: fmt.Errorf("reader panic: %v", r)}
 	}
 }
 

@@ -157,7 +157,9 @@ func FuzzDecodeNDJSON(f *testing.F) {
 	})
 }
 
-func FuzzDecodeArrow(f *testing.F) {
+// flightsSeed is the first 20 rows of flights-200k.arrow, a seed of the Arrow and
+// Parquet fuzz targets.
+func flightsSeed(f *testing.F) arrow.RecordBatch {
 	flights, err := ipc.NewFileReader(bytes.NewReader(readTestdata(f, "flights-200k.arrow")))
 	if err != nil {
 		f.Fatal(err)
@@ -166,18 +168,29 @@ func FuzzDecodeArrow(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	small := first.NewSlice(0, 20)
+	return first.NewSlice(0, 20)
+}
+
+// typedSeed is a row of every scalar type of allTypes and a row of NULLs, decoded from
+// JSON: a seed of the Arrow and Parquet fuzz targets.
+func typedSeed(f *testing.F, all *store.Schema) arrow.RecordBatch {
+	row := `{"b":true,"i8":-128,"i64":9007199254740993,"u64":18446744073709551615,"f":1.5,"dec":12.345,"s":"héllo","blob":"aGk=","day":"2012-01-01","tod":"12:34:56","ts":"2012-01-01 10:00:00","tz":"2012-01-01T10:00:00Z"}`
+	typed, err := jsonDecoder{}.Decode([]byte("["+row+",{}]"), all)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return typed
+}
+
+func FuzzDecodeArrow(f *testing.F) {
+	small := flightsSeed(f)
 	f.Add(ipcBody(f, false, small.Schema(), []arrow.RecordBatch{small, small}), false)
 	f.Add(ipcBody(f, true, small.Schema(), []arrow.RecordBatch{small}), true)
 	f.Add(ipcBody(f, false, small.Schema(), []arrow.RecordBatch{small}, ipc.WithLZ4(), ipc.WithMinSpaceSavings(0)), false)
 	f.Add(ipcBody(f, false, small.Schema(), []arrow.RecordBatch{small}, ipc.WithZstd(), ipc.WithMinSpaceSavings(0)), false)
 
 	all := allTypes(f)
-	row := `{"b":true,"i8":-128,"i64":9007199254740993,"u64":18446744073709551615,"f":1.5,"dec":12.345,"s":"héllo","blob":"aGk=","day":"2012-01-01","tod":"12:34:56","ts":"2012-01-01 10:00:00","tz":"2012-01-01T10:00:00Z"}`
-	typed, err := jsonDecoder{}.Decode([]byte("["+row+",{}]"), all)
-	if err != nil {
-		f.Fatal(err)
-	}
+	typed := typedSeed(f, all)
 	f.Add(ipcBody(f, false, typed.Schema(), []arrow.RecordBatch{typed}), false)
 	f.Add(ipcBody(f, true, typed.Schema(), []arrow.RecordBatch{typed}), true)
 
@@ -214,22 +227,9 @@ func FuzzDecodeArrow(f *testing.F) {
 }
 
 func FuzzDecodeParquet(f *testing.F) {
-	flights, err := ipc.NewFileReader(bytes.NewReader(readTestdata(f, "flights-200k.arrow")))
-	if err != nil {
-		f.Fatal(err)
-	}
-	first, err := flights.RecordBatchAt(0)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(parquetBody(f, first.NewSlice(0, 20)))
+	f.Add(parquetBody(f, flightsSeed(f)))
 	all := allTypes(f)
-	row := `{"b":true,"i8":-128,"i64":9007199254740993,"u64":18446744073709551615,"f":1.5,"dec":12.345,"s":"héllo","blob":"aGk=","day":"2012-01-01","tod":"12:34:56","ts":"2012-01-01 10:00:00","tz":"2012-01-01T10:00:00Z"}`
-	typed, err := jsonDecoder{}.Decode([]byte("["+row+",{}]"), all)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(parquetBody(f, typed))
+	f.Add(parquetBody(f, typedSeed(f, all)))
 	nestedType := arrow.StructOf(
 		arrow.Field{Name: "a", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true},
 		arrow.Field{Name: "m", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Float64), Nullable: true},

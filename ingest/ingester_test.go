@@ -11,8 +11,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/ducktail/ducktail/store"
@@ -150,12 +148,7 @@ func TestIngestUnsupportedMediaType(t *testing.T) {
 // budget holds nothing of the request afterwards.
 func TestIngestMemoryBudget(t *testing.T) {
 	db := openStore(t)
-	indices := array.NewInt32Builder(memory.DefaultAllocator)
-	indices.AppendValues(make([]int32, 30_000), nil)
-	words := fromJSON(t, arrow.BinaryTypes.String, `["`+strings.Repeat("x", 1000)+`"]`)
-	strs := array.NewDictionaryArray(&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String},
-		indices.NewArray(), words)
-	body := parquetBody(t, batch("c", strs))
+	body := parquetBody(t, batch("c", repeatedString(t, 30_000, 1000)))
 	in := Ingester{DB: db}
 	small := NewMemoryBudget(4 << 20)
 	_, err := in.Ingest(context.Background(), Request{Table: "t", ContentType: parquetType, Body: body, Create: true, Memory: small})

@@ -64,7 +64,7 @@ func (parquetDecoder) decodeLeased(body []byte, s *store.Schema, l *lease) (rec 
 	}
 	table, err := fr.ReadTable(context.Background())
 	if err != nil {
-		return nil, mem.failure(err, "the Parquet body is too large once decoded", notParquet(err))
+		return nil, mem.failure(err, parquetTooLarge, notParquet(err))
 	}
 	defer table.Release()
 	for i := range int(table.NumCols()) {
@@ -164,20 +164,12 @@ func notParquet(err error) error {
 	return &store.Error{Code: store.CodeInvalid, Message: "the body is not a valid Parquet file: " + strings.TrimSuffix(err.Error(), "\ncontext canceled")}
 }
 
-// recoverParquet turns a panic while reading an untrusted Parquet body into a
-// CodeInvalid error (CodeTooLarge for an exhausted budgetAllocator, l's exhausted error
-// for a refused lease): arrow-go reads the footer's metadata and pages as they describe
+// recoverParquet turns a panic while reading an untrusted Parquet body into an error
+// (recoverReader): arrow-go reads the footer's metadata and pages as they describe
 // themselves.
 func recoverParquet(err *error, l *lease) {
-	if r := recover(); r != nil {
-		switch r {
-		case errArrowBudget:
-			*err = &store.Error{Code: store.CodeTooLarge, Message: "the Parquet body is too large once decoded"}
-			return
-		case errLeaseRefused:
-			*err = l.refusal()
-			return
-		}
-		*err = &store.Error{Code: store.CodeInvalid, Message: "the body is not a valid Parquet file", Err: fmt.Errorf("parquet reader panic: %v", r)}
-	}
+	recoverReader(recover(), err, l, parquetTooLarge, "the body is not a valid Parquet file")
 }
+
+// parquetTooLarge is the message of a Parquet body past its budgetAllocator.
+const parquetTooLarge = "the Parquet body is too large once decoded"

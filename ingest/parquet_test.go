@@ -38,6 +38,17 @@ func parquetBody(t testing.TB, rec arrow.RecordBatch) []byte {
 	return buf.Bytes()
 }
 
+// repeatedString is n copies of one string of size bytes, as a dictionary array of one
+// entry: pqarrow writes it in a few kilobytes, and reads it back as n plain strings.
+func repeatedString(t testing.TB, n, size int) arrow.Array {
+	t.Helper()
+	indices := array.NewInt32Builder(memory.DefaultAllocator)
+	indices.AppendValues(make([]int32, n), nil)
+	words := fromJSON(t, arrow.BinaryTypes.String, `["`+strings.Repeat("x", size)+`"]`)
+	return array.NewDictionaryArray(&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String},
+		indices.NewArray(), words)
+}
+
 // codeOf is the code of a *store.Error, "" for any other error.
 func codeOf(err error) store.Code {
 	var e *store.Error
@@ -127,12 +138,7 @@ func TestParquetRefusals(t *testing.T) {
 	}
 	// A million copies of one 4 KiB string are one dictionary entry in the file (read
 	// back as plain strings: the writer stores no Arrow schema).
-	indices := array.NewInt32Builder(memory.DefaultAllocator)
-	indices.AppendValues(make([]int32, 1_000_000), nil)
-	words := fromJSON(t, arrow.BinaryTypes.String, `["`+strings.Repeat("x", 4096)+`"]`)
-	strs := array.NewDictionaryArray(&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String},
-		indices.NewArray(), words)
-	bomb := parquetBody(t, batch("c", strs))
+	bomb := parquetBody(t, batch("c", repeatedString(t, 1_000_000, 4096)))
 	if len(bomb) > 1<<20 {
 		t.Fatalf("the bomb is %d bytes", len(bomb))
 	}
