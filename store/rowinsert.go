@@ -17,14 +17,17 @@ import (
 // took about 0.30 ms, whatever its row count up to a vector, and a prepared INSERT of one
 // row 0.15 ms, of 8 rows 0.22 ms and of 16 rows 0.25 ms, growing with its parameters. So a
 // statement takes at most maxInsertRows rows and maxInsertParams parameters; larger groups
-// use the appenders (bufferRows, insertCommitLog).
+// use the appenders (bufferRows, insertCommitLog). 96 parameters let a group of eight 1-row
+// commits into a 10-column table (88 with the seq column) take the statement: in process,
+// 8 writers committing such rows spent 2.25 ms of CPU per group commit against 2.59 ms
+// when 64 parameters sent groups of more than five rows to the appender.
 //
 // A prepared statement keeps the values last bound to it until they are bound again
 // (duckdb-go does not clear them), so only rows of at most maxInsertBytes (RecordBytes)
 // take one: the cached statements hold at most maxRowAppenders × maxInsertRows × 64 KiB.
 const (
 	maxInsertRows   = 8
-	maxInsertParams = 64
+	maxInsertParams = 96
 	maxInsertBytes  = 64 << 10
 	// commitLogColumns is the number of columns of ducktail_catalog.commits.
 	commitLogColumns = 9
