@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -44,13 +45,18 @@ func appendOne(t *testing.T, db *DB, n int64) error {
 	return err
 }
 
-// TestCommitDelayFillsTheGroup: after a group of two, the writer waits (here up to an
-// hour) for the next group to fill, so three concurrent appends share one transaction.
+// expectBack makes the writer of db expect n appends back: as if it had just answered a
+// group of n. Read by the writer only after it receives an append, which the caller's
+// sends order after this write.
+func expectBack(db *DB, n int) {
+	db.writer.lastGroup, db.writer.answeredAt = n, db.Now()
+}
+
+// TestCommitDelayFillsTheGroup: after answering a group of three, the writer waits (here up
+// to an hour) for three appends, so three concurrent appends share one transaction.
 func TestCommitDelayFillsTheGroup(t *testing.T) {
 	db := openDelayed(t, time.Hour, 3)
-	// Read by the writer only after it receives an append, which the sends below order
-	// after this write.
-	db.writer.lastGroup = 2
+	expectBack(db, 3)
 	var wg sync.WaitGroup
 	for i := range 3 {
 		wg.Go(func() {
@@ -83,7 +89,7 @@ func TestCommitDelayNeverHoldsALoneWriter(t *testing.T) {
 // ends the wait; the append commits without the group filling.
 func TestCommitDelayEndsAtACatalogChange(t *testing.T) {
 	db := openDelayed(t, time.Hour, 3)
-	db.writer.lastGroup = 2
+	expectBack(db, 2)
 	done := make(chan error, 1)
 	go func() { done <- appendOne(t, db, 1) }()
 	// Each CREATE TABLE is a catalog change: the first one queued after the append ends
@@ -113,7 +119,7 @@ func TestCommitDelayEndsAtACatalogChange(t *testing.T) {
 // waits for more appends; its append is answered with an error.
 func TestCommitDelayEndsAtClose(t *testing.T) {
 	db := openDelayed(t, time.Hour, 3)
-	db.writer.lastGroup = 2
+	expectBack(db, 2)
 	done := make(chan error, 1)
 	go func() { done <- appendOne(t, db, 1) }()
 	if err := db.Close(); err != nil {
@@ -122,4 +128,63 @@ func TestCommitDelayEndsAtClose(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Fatal("an append waiting in a group at Close committed")
 	}
+}
+
+// TestCommitDelayExpectsTheQueuedAndTheAnswered: the appends queued while the last group
+// committed join the writers of that group coming back; the group waits for them all.
+func TestCommitDelayExpectsTheQueuedAndTheAnswered(t *testing.T) {
+	w := bareWriter(time.Hour)
+	w.lastGroup, w.answeredAt = 2, w.db.Now()
+	w.answers.Store(1)
+	for range 3 {
+		w.ops <- &op{batch: oneRowBatch(t), answers: 0} // queued before the answers
+	}
+	go func() {
+		for range 2 {
+			w.ops <- &op{batch: oneRowBatch(t), answers: 1} // the answered writers, back
+		}
+	}()
+	group, next := w.gather(context.Background(), <-w.ops)
+	if len(group) != 5 || next != nil {
+		t.Fatalf("gathered %d appends (next %v), want 5: 2 answered and 3 queued", len(group), next)
+	}
+}
+
+// TestCommitDelayForgetsAnOldGroup: a group answered longer than CommitDelay ago is not
+// expected back, so a later append commits without waiting.
+func TestCommitDelayForgetsAnOldGroup(t *testing.T) {
+	w := bareWriter(time.Hour)
+	w.lastGroup, w.answeredAt = 5, w.db.Now().Add(-2*time.Hour)
+	w.answers.Store(1)
+	done := make(chan int, 1)
+	go func() {
+		group, _ := w.gather(context.Background(), &op{batch: oneRowBatch(t), answers: 1})
+		done <- len(group)
+	}()
+	select {
+	case n := <-done:
+		if n != 1 {
+			t.Fatalf("gathered %d appends, want 1", n)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the append still waits for a group answered two hours ago")
+	}
+}
+
+// bareWriter is a writer without a database, for gather alone.
+func bareWriter(delay time.Duration) *writer {
+	db := &DB{CommitDelay: delay, MaxGroupCommits: DefaultMaxGroupCommits, MaxGroupRows: DefaultMaxGroupRows, Now: time.Now}
+	return &writer{db: db, ops: make(chan *op, 16)}
+}
+
+// oneRowBatch is an append of one BIGINT row, released with t.
+func oneRowBatch(t *testing.T) *Batch {
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	b.Append(1)
+	col := b.NewArray()
+	defer col.Release()
+	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "n", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{col}, 1)
+	t.Cleanup(rec.Release)
+	return &Batch{Table: "t", Record: rec}
 }
