@@ -173,20 +173,36 @@ func storeCollectors(db *store.DB) []prometheus.Collector {
 	}
 }
 
-// observeFrame counts one written frame of n bytes.
-func (m *metrics) observeFrame(f stream.Frame, n int) {
-	if c, ok := m.dataFrames[f.Event]; ok {
-		c.Inc()
-	} else {
-		m.framesSent.WithLabelValues(f.Event).Inc()
+// observeWrite counts the frames of one write: the frames by event, their bytes, the
+// terminal events, and the commit-to-write latency of each live batch event, all of them
+// written at the one time read here.
+func (m *metrics) observeWrite(frames []stream.Frame) {
+	var now time.Time
+	var bytes, batches int
+	for _, f := range frames {
+		bytes += len(f.Bytes)
+		switch {
+		case f.Event == stream.EventBatch:
+			batches++
+		case m.dataFrames[f.Event] != nil:
+			m.dataFrames[f.Event].Inc()
+		default:
+			m.framesSent.WithLabelValues(f.Event).Inc()
+		}
+		if f.Terminal {
+			m.streamEnds.WithLabelValues(f.Event, f.Reason).Inc()
+		}
+		if f.Event == stream.EventBatch && !f.Commit.Replayed && !f.Commit.CommittedAt.IsZero() {
+			if now.IsZero() {
+				now = time.Now()
+			}
+			m.commitToWrite.Observe(now.Sub(f.Commit.CommittedAt).Seconds())
+		}
 	}
-	m.bytesSent.Add(float64(n))
-	if f.Terminal {
-		m.streamEnds.WithLabelValues(f.Event, f.Reason).Inc()
+	if batches > 0 {
+		m.dataFrames[stream.EventBatch].Add(float64(batches))
 	}
-	if f.Event == stream.EventBatch && !f.Commit.Replayed && !f.Commit.CommittedAt.IsZero() {
-		m.commitToWrite.Observe(time.Since(f.Commit.CommittedAt).Seconds())
-	}
+	m.bytesSent.Add(float64(bytes))
 }
 
 // metricsHandler serves GET /metrics in the Prometheus text format.

@@ -184,8 +184,8 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tok store.T
 		if buf != nil && cap(*buf) <= 2*maxCoalescedWrite {
 			coalesceBuffers.Put(buf)
 		}
+		s.metrics.observeWrite(frames)
 		for _, f := range frames {
-			s.metrics.observeFrame(f, len(f.Bytes))
 			if f.Commit.Replayed {
 				replayed++
 			}
