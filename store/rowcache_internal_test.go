@@ -34,7 +34,7 @@ func groupOfTwenty(t *testing.T, null bool) {
 			t.Fatal(err)
 		}
 	}
-	db.writer.lastGroup = 2 // so that the next group waits to be full
+	expectBack(db, n) // so that the next group waits to be full
 	before := db.Stats()
 	var wg sync.WaitGroup
 	for i := range n {
