@@ -181,11 +181,11 @@ func (m *metrics) observeWrite(frames []stream.Frame) {
 	var bytes, batches int
 	for _, f := range frames {
 		bytes += len(f.Bytes)
-		switch {
+		switch c, ok := m.dataFrames[f.Event]; {
 		case f.Event == stream.EventBatch:
 			batches++
-		case m.dataFrames[f.Event] != nil:
-			m.dataFrames[f.Event].Inc()
+		case ok:
+			c.Inc()
 		default:
 			m.framesSent.WithLabelValues(f.Event).Inc()
 		}
