@@ -64,7 +64,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 	}
 	in := ingest.Ingester{DB: s.db}
 	c, err := in.Ingest(r.Context(), ingest.Request{Table: name, ContentType: contentType, Body: body,
-		IdempotencyKey: key, Create: r.URL.Query().Get("create") == "true", Memory: s.ingestMemory})
+		IdempotencyKey: key, Create: r.URL.Query().Get("create") == "true", Memory: s.ingestMemory, Writer: r.RemoteAddr})
 	if err != nil {
 		s.ingestFailed(w, r, err)
 		return

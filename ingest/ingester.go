@@ -26,6 +26,9 @@ type Request struct {
 	IdempotencyKey string
 	// Create creates a missing table from the body's inferred schema.
 	Create bool
+	// Writer names the connection the request came from, for group commit
+	// (store.Batch.Writer); empty for none.
+	Writer string
 	// Memory, when not nil, is charged with what the Arrow and Parquet readers allocate
 	// decoding Body (at least its size, taken before reading starts) until Ingest
 	// returns; a refused charge is its Exhausted error. Text bodies are bounded per body
@@ -62,7 +65,7 @@ func (in *Ingester) Ingest(ctx context.Context, req Request) (store.Commit, erro
 	if err != nil {
 		return store.Commit{}, err
 	}
-	batch := store.Batch{IdempotencyKey: req.IdempotencyKey, Bytes: int64(len(req.Body))}
+	batch := store.Batch{IdempotencyKey: req.IdempotencyKey, Bytes: int64(len(req.Body)), Writer: req.Writer}
 	if req.IdempotencyKey != "" {
 		// Only a keyed request needs its body's hash: it tells a retry from a reuse of the
 		// key (store.Batch.RequestHash), at about 0.5 ms of CPU per MiB.

@@ -31,6 +31,10 @@ type Batch struct {
 	RequestHash []byte
 	// Bytes is the request body size, recorded in the commit log.
 	Bytes int64
+	// Writer names the connection the append came from (the api passes the request's
+	// remote address), or is empty. Group commit waits for the writers of its last group
+	// that had come back promptly before, never for an append without one (DB.CommitDelay).
+	Writer string
 }
 
 // Commit is the result of one committed Batch.
@@ -60,7 +64,7 @@ func (db *DB) Append(ctx context.Context, b Batch) (Commit, error) {
 	if b.Record == nil {
 		return Commit{}, Errorf(CodeInvalid, "no record")
 	}
-	o := &op{ctx: ctx, batch: &b, done: make(chan opResult, 1)}
+	o := &op{ctx: ctx, batch: &b, submitted: db.Now(), done: make(chan opResult, 1)}
 	res, err := db.writer.submit(ctx, o)
 	return res.commit, err
 }

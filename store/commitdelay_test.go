@@ -30,8 +30,8 @@ func openDelayed(t *testing.T, delay time.Duration, maxGroup int) *DB {
 	return db
 }
 
-// appendOne commits one row of t holding n.
-func appendOne(t *testing.T, db *DB, n int64) error {
+// appendFrom commits one row of t holding n, from writer.
+func appendFrom(t *testing.T, db *DB, writer string, n int64) error {
 	info, err := db.Table("t")
 	if err != nil {
 		return err
@@ -41,26 +41,30 @@ func appendOne(t *testing.T, db *DB, n int64) error {
 	b.Field(0).(*array.Int64Builder).Append(n)
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	_, err = db.Append(context.Background(), Batch{Table: "t", TableID: info.ID, SchemaVersion: info.Schema.Version, Record: rec})
+	_, err = db.Append(context.Background(), Batch{Table: "t", TableID: info.ID, SchemaVersion: info.Schema.Version, Record: rec, Writer: writer})
 	return err
 }
 
-// expectBack makes the writer of db expect n appends back: as if it had just answered a
-// group of n. Read by the writer only after it receives an append, which the caller's
-// sends order after this write.
-func expectBack(db *DB, n int) {
-	db.writer.lastGroup, db.writer.answeredAt = n, db.Now()
+// expectBack makes the writer of db expect one append from each of writers: as if it had
+// just answered a group of theirs that had come back promptly. Read by the writer only
+// after it receives an append, which the caller's sends order after this write.
+func expectBack(db *DB, writers ...string) {
+	r := &db.writer.returns
+	r.expecting, r.answeredAt = len(writers), db.Now()
+	for _, w := range writers {
+		r.expect[w]++
+	}
 }
 
-// TestCommitDelayFillsTheGroup: after answering a group of three, the writer waits (here up
-// to an hour) for three appends, so three concurrent appends share one transaction.
+// TestCommitDelayFillsTheGroup: expecting three writers back, the writer waits (here up to
+// an hour) for all three, so their concurrent appends share one transaction.
 func TestCommitDelayFillsTheGroup(t *testing.T) {
 	db := openDelayed(t, time.Hour, 3)
-	expectBack(db, 3)
+	expectBack(db, "a", "b", "c")
 	var wg sync.WaitGroup
-	for i := range 3 {
+	for i, writer := range []string{"a", "b", "c"} {
 		wg.Go(func() {
-			if err := appendOne(t, db, int64(i)); err != nil {
+			if err := appendFrom(t, db, writer, int64(i)); err != nil {
 				t.Error(err)
 			}
 		})
@@ -71,12 +75,13 @@ func TestCommitDelayFillsTheGroup(t *testing.T) {
 	}
 }
 
-// TestCommitDelayNeverHoldsALoneWriter: with one append at a time, each group has one
-// commit and the next is not delayed, however long CommitDelay is.
+// TestCommitDelayNeverHoldsALoneWriter: one writer appending back to back is expected back
+// after each commit, and its own next append is what the group waits for: each group has
+// one commit and none is delayed, however long CommitDelay is.
 func TestCommitDelayNeverHoldsALoneWriter(t *testing.T) {
 	db := openDelayed(t, time.Hour, 3)
 	for i := range 5 {
-		if err := appendOne(t, db, int64(i)); err != nil {
+		if err := appendFrom(t, db, "a", int64(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,9 +94,9 @@ func TestCommitDelayNeverHoldsALoneWriter(t *testing.T) {
 // ends the wait; the append commits without the group filling.
 func TestCommitDelayEndsAtACatalogChange(t *testing.T) {
 	db := openDelayed(t, time.Hour, 3)
-	expectBack(db, 2)
+	expectBack(db, "a", "b")
 	done := make(chan error, 1)
-	go func() { done <- appendOne(t, db, 1) }()
+	go func() { done <- appendFrom(t, db, "a", 1) }()
 	// Each CREATE TABLE is a catalog change: the first one queued after the append ends
 	// the writer's wait for more appends.
 	for i := 0; ; i++ {
@@ -119,9 +124,9 @@ func TestCommitDelayEndsAtACatalogChange(t *testing.T) {
 // waits for more appends; its append is answered with an error.
 func TestCommitDelayEndsAtClose(t *testing.T) {
 	db := openDelayed(t, time.Hour, 3)
-	expectBack(db, 2)
+	expectBack(db, "a", "b")
 	done := make(chan error, 1)
-	go func() { done <- appendOne(t, db, 1) }()
+	go func() { done <- appendFrom(t, db, "a", 1) }()
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -130,23 +135,36 @@ func TestCommitDelayEndsAtClose(t *testing.T) {
 	}
 }
 
-// TestCommitDelayExpectsTheQueuedAndTheAnswered: the appends queued while the last group
-// committed join the writers of that group coming back; the group waits for them all.
-func TestCommitDelayExpectsTheQueuedAndTheAnswered(t *testing.T) {
+// TestCommitDelayExpectsOnlyPromptWriters: of a group's writers, the next group expects
+// back those whose append came within CommitDelay of their previous answer (a closed
+// loop), not one that came later, nor one without a name; it waits for the first and
+// commits without the others.
+func TestCommitDelayExpectsOnlyPromptWriters(t *testing.T) {
 	w := bareWriter(time.Hour)
-	w.lastGroup, w.answeredAt = 2, w.db.Now()
-	w.answers.Store(1)
-	for range 3 {
-		w.ops <- &op{batch: oneRowBatch(t), answers: 0} // queued before the answers
+	now := w.db.Now()
+	w.returns.answered["prompt"], w.returns.answered["late"] = now.Add(-time.Millisecond), now.Add(-3*time.Hour)
+	w.noteAnswered([]appendPlan{
+		{op: &op{batch: &Batch{Writer: "prompt"}, submitted: now}},
+		{op: &op{batch: &Batch{Writer: "late"}, submitted: now}},
+		{op: &op{batch: &Batch{}, submitted: now}},
+	})
+	if w.returns.expecting != 1 || w.returns.expect["prompt"] != 1 {
+		t.Fatalf("expecting %d (%v), want the prompt writer only", w.returns.expecting, w.returns.expect)
 	}
+	w.ops <- oneRowOp(t, "other")
+	go func() { w.ops <- oneRowOp(t, "prompt") }()
+	done := make(chan int, 1)
 	go func() {
-		for range 2 {
-			w.ops <- &op{batch: oneRowBatch(t), answers: 1} // the answered writers, back
-		}
+		group, _ := w.gather(context.Background(), <-w.ops)
+		done <- len(group)
 	}()
-	group, next := w.gather(context.Background(), <-w.ops)
-	if len(group) != 5 || next != nil {
-		t.Fatalf("gathered %d appends (next %v), want 5: 2 answered and 3 queued", len(group), next)
+	select {
+	case n := <-done:
+		if n != 2 {
+			t.Fatalf("gathered %d appends, want 2: the queued one and the prompt writer's", n)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the group still waits for a writer that was not prompt")
 	}
 }
 
@@ -154,11 +172,11 @@ func TestCommitDelayExpectsTheQueuedAndTheAnswered(t *testing.T) {
 // expected back, so a later append commits without waiting.
 func TestCommitDelayForgetsAnOldGroup(t *testing.T) {
 	w := bareWriter(time.Hour)
-	w.lastGroup, w.answeredAt = 5, w.db.Now().Add(-2*time.Hour)
-	w.answers.Store(1)
+	w.returns.expect["a"], w.returns.expect["b"], w.returns.expecting = 1, 1, 2
+	w.returns.answeredAt = w.db.Now().Add(-2 * time.Hour)
 	done := make(chan int, 1)
 	go func() {
-		group, _ := w.gather(context.Background(), &op{batch: oneRowBatch(t), answers: 1})
+		group, _ := w.gather(context.Background(), oneRowOp(t, "c"))
 		done <- len(group)
 	}()
 	select {
@@ -174,11 +192,11 @@ func TestCommitDelayForgetsAnOldGroup(t *testing.T) {
 // bareWriter is a writer without a database, for gather alone.
 func bareWriter(delay time.Duration) *writer {
 	db := &DB{CommitDelay: delay, MaxGroupCommits: DefaultMaxGroupCommits, MaxGroupRows: DefaultMaxGroupRows, Now: time.Now}
-	return &writer{db: db, ops: make(chan *op, 16)}
+	return &writer{db: db, ops: make(chan *op, 16), returns: newReturns()}
 }
 
-// oneRowBatch is an append of one BIGINT row, released with t.
-func oneRowBatch(t *testing.T) *Batch {
+// oneRowOp is an append of one BIGINT row from writer, its record released with t.
+func oneRowOp(t *testing.T, writer string) *op {
 	b := array.NewInt64Builder(memory.DefaultAllocator)
 	defer b.Release()
 	b.Append(1)
@@ -186,5 +204,5 @@ func oneRowBatch(t *testing.T) *Batch {
 	defer col.Release()
 	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "n", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{col}, 1)
 	t.Cleanup(rec.Release)
-	return &Batch{Table: "t", Record: rec}
+	return &op{batch: &Batch{Table: "t", Record: rec, Writer: writer}, submitted: time.Now()}
 }

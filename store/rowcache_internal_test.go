@@ -34,7 +34,11 @@ func groupOfTwenty(t *testing.T, null bool) {
 			t.Fatal(err)
 		}
 	}
-	expectBack(db, n) // so that the next group waits to be full
+	writers := make([]string, n)
+	for i := range writers {
+		writers[i] = fmt.Sprint("w", i)
+	}
+	expectBack(db, writers...) // so that the next group waits to be full
 	before := db.Stats()
 	var wg sync.WaitGroup
 	for i := range n {
@@ -51,7 +55,7 @@ func groupOfTwenty(t *testing.T, null bool) {
 			} else {
 				b.Field(0).(*array.Int64Builder).Append(int64(i))
 			}
-			if _, err := db.Append(context.Background(), Batch{Table: info.Name, TableID: info.ID, SchemaVersion: info.Schema.Version, Record: b.NewRecordBatch()}); err != nil {
+			if _, err := db.Append(context.Background(), Batch{Table: info.Name, TableID: info.ID, SchemaVersion: info.Schema.Version, Record: b.NewRecordBatch(), Writer: writers[i]}); err != nil {
 				t.Error(err)
 			}
 		})

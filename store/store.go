@@ -54,12 +54,12 @@ const (
 	DefaultMaxGroupRows = 1 << 20
 	// DefaultCommitDelay is how long the writer waits at most for the appends it expects
 	// to join a group commit (CommitDelay). Measured on the project's 2-core machine with 8
-	// clients of 1-row commits and 100 subscribers, expecting the last group's writers back
-	// for up to 2 ms took the mean group from 4.2 to 7.8 commits, the deliveries per second
-	// from 185k to 209k and the server's CPU per delivery from 6.9 to 5.3 µs (runs of the
-	// old and new writer in turn), with a lower p50 (docs/benchmarks.md,
-	// BenchmarkSaturation); at 64 clients the groups went from 30 to 55 commits and the CPU
-	// per commit from 135 to 116 µs.
+	// clients of 1-row commits and 100 subscribers, expecting back the writers that come
+	// back within 2 ms took the mean group from 4.2 to 7.6–7.8 commits, the deliveries per
+	// second from 185k to 208k–224k and the server's CPU per delivery from 6.9 to 5.0–5.4 µs
+	// (runs of the old and new writer in turn), with a lower p50 (docs/benchmarks.md,
+	// BenchmarkSaturation); at 64 clients the groups went from 30 to 50–53 commits and the
+	// CPU per commit from 134–139 to 116–123 µs.
 	DefaultCommitDelay = 2 * time.Millisecond
 )
 
@@ -92,12 +92,14 @@ type DB struct {
 	MaxGroupCommits int
 	MaxGroupRows    int64
 	// CommitDelay is how long the writer waits at most for the appends it expects to join
-	// a group commit: the writers of the group it answered less than CommitDelay ago, who
-	// come back with their next append, and those that queued while it committed (as
-	// PostgreSQL's commit_delay waits only with commit_siblings). Each commit of a group
-	// shares its DuckDB transaction and fsync. The wait ends as soon as the expected
-	// appends came, the group is full or a catalog change is queued; a lone writer never
-	// waits. 0 disables it; NewDB sets DefaultCommitDelay.
+	// a group commit: one from each writer (Batch.Writer) of the group it answered less
+	// than CommitDelay ago whose append had come within CommitDelay of its previous answer
+	// (a client that sends its next append once the last one is acknowledged), as
+	// PostgreSQL's commit_delay waits only when other transactions are active. Each commit
+	// of a group shares its DuckDB transaction and fsync. The wait ends as soon as they
+	// came, the group is full or a catalog change is queued; a lone writer, a writer that
+	// pauses between appends and an append without a Writer are never waited for. 0
+	// disables it; NewDB sets DefaultCommitDelay.
 	CommitDelay time.Duration
 	// Publisher receives every durable change in commit order; nil publishes nothing.
 	// Set it before Open.

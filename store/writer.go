@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -44,24 +43,18 @@ type writer struct {
 	// once on conn: executed unprepared, each is parsed and planned again, about 50 µs
 	// of a 1-row commit's CPU on the project's 2-core machine.
 	beginStmt, commitStmt, rollbackStmt *sql.Stmt
-	// lastGroup is how many appends the last group commit committed, and answeredAt
-	// when they were answered (expectedJoins).
-	lastGroup  int
-	answeredAt time.Time
-	// answers counts the group commits whose appends were answered; an op notes it when
-	// queued (op.answers), so that gather tells the appends queued before the last
-	// group's answers from those that may be its writers coming back.
-	answers atomic.Int64
+	// returns is what gather expects of the appends to come (gather.go).
+	returns returns
 }
 
 // op is one queued write: an append (batch != nil) or a catalog change (ddl != nil).
 type op struct {
 	ctx   context.Context
 	batch *Batch
-	// answers is writer.answers when the op was queued (expectedJoins).
-	answers int64
-	ddl     ddlFunc
-	done    chan opResult
+	// submitted is when the append was submitted (DB.Now), for gather.go.
+	submitted time.Time
+	ddl       ddlFunc
+	done      chan opResult
 }
 
 // ddlFunc runs a catalog change inside the writer's open transaction. It returns apply,
@@ -118,7 +111,7 @@ func newWriter(ctx context.Context, db *DB) (*writer, error) {
 	}
 	w := &writer{db: db, conn: conn, ops: make(chan *op, 1024), stopped: make(chan struct{}),
 		rowAppenders: map[*table]*duckdb.Appender{}, rowInserts: map[*table]*insertStatements{},
-		commitLogInserts: map[commitLogShape]*duckdb.Stmt{}}
+		commitLogInserts: map[commitLogShape]*duckdb.Stmt{}, returns: newReturns()}
 	if err := conn.QueryRowContext(ctx, "SELECT current_database()").Scan(&w.database); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("open writer connection: %w", err)
@@ -183,7 +176,6 @@ func (w *writer) close() error {
 // submit queues o and waits for its result. If ctx ends while o is queued or running,
 // submit returns ctx's error; o may still commit.
 func (w *writer) submit(ctx context.Context, o *op) (opResult, error) {
-	o.answers = w.answers.Load()
 	select {
 	case w.ops <- o:
 	case <-ctx.Done():
@@ -255,71 +247,8 @@ func (w *writer) run(ctx context.Context) {
 			w.failQueued()
 			return
 		}
-		w.lastGroup = 0
 		w.commitGroup(ctx, group)
 	}
-}
-
-// gather returns the group commit that starts with append o: the appends queued behind
-// it, up to MaxGroupCommits and MaxGroupRows, and the catalog change that ended it, if one
-// did. It waits up to CommitDelay for more while fewer have come than it expects
-// (expectedJoins); the wait also ends when ctx does.
-func (w *writer) gather(ctx context.Context, o *op) (group []*op, next *op) {
-	group = []*op{o}
-	rows := o.batch.Record.NumRows()
-	answers := w.answers.Load()
-	expected := w.expectedJoins(o, answers)
-	var delay <-chan time.Time
-	for len(group) < w.db.MaxGroupCommits && rows < w.db.MaxGroupRows {
-		var n *op
-		select {
-		case n = <-w.ops:
-		default:
-			if len(group) >= expected {
-				return group, nil
-			}
-			if delay == nil {
-				t := time.NewTimer(w.db.CommitDelay)
-				defer t.Stop()
-				delay = t.C
-			}
-			select {
-			case n = <-w.ops:
-			case <-delay:
-				return group, nil
-			case <-ctx.Done():
-				return group, nil
-			}
-		}
-		if n.batch == nil {
-			return group, n
-		}
-		if n.answers < answers {
-			expected++
-		}
-		group = append(group, n)
-		rows += n.batch.Record.NumRows()
-	}
-	return group, nil
-}
-
-// expectedJoins returns how many appends a group starting with o is expected to hold,
-// answers being writer.answers when it started: the appends of the last group, when it
-// was answered at most CommitDelay ago (their writers, answered, are likely to send
-// their next append soon, as PostgreSQL's commit_delay waits only when commit_siblings
-// other transactions are active), plus o when it was queued before those answers. gather
-// adds each later append queued before the answers. Closed-loop writers split into two
-// alternating halves of half the size otherwise: the half queued while the other
-// commits is taken alone. A lone writer expects one, never waiting.
-func (w *writer) expectedJoins(o *op, answers int64) int {
-	expected := 0
-	if w.db.CommitDelay > 0 && w.db.Now().Sub(w.answeredAt) <= w.db.CommitDelay {
-		expected = w.lastGroup
-	}
-	if o.answers < answers {
-		expected++
-	}
-	return expected
 }
 
 func (w *writer) failQueued() {
@@ -499,8 +428,7 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 		w.db.stats.commits.Add(committed)
 		w.db.stats.commitTxs.Add(1)
 	}
-	w.lastGroup, w.answeredAt = int(committed), w.db.Now()
-	w.answers.Add(1)
+	w.noteAnswered(plans)
 	for _, p := range plans {
 		p.op.done <- opResult{commit: p.commit, err: p.err}
 	}

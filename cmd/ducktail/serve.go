@@ -267,8 +267,8 @@ func (m *Main) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// maxCommitDelay bounds --commit-delay: a group commit that expects more appends than
-// come waits that long, and its commits with it.
+// maxCommitDelay bounds --commit-delay: a group commit that expects a writer that does
+// not come back waits that long, and its commits with it.
 const maxCommitDelay = 10 * time.Millisecond
 
 func newServeCommand() *cobra.Command {
