@@ -171,9 +171,10 @@ cat <<'METHOD'
   the benchmark process that count batch events) read every one; deliveries/s = batch
   events received ÷ wall time until the last arrived, cpu-us/delivery = the node
   process's CPU time ÷ deliveries, commits/s the writer's rate meanwhile.
-- **`BenchmarkNodePublishCost/{without-nats,jetstream-r3}`** (cmd/ducktail): a writer
-  process takes 1-row commits over HTTP, one at a time, without NATS, then publishing
-  to a new 3-node cluster's R3 stream; cpu-us/commit = its CPU time (`/proc/PID/stat`)
+- **`BenchmarkNodePublishCost`** (cmd/ducktail): two writer processes, one without NATS
+  and one publishing to a new 3-node cluster's R3 stream, take 1-row commits over HTTP in
+  turn, one at a time, so that the rest of the machine's load lands on both alike;
+  {without-nats,jetstream-r3}-cpu-us/commit = each one's CPU time (`/proc/PID/stat`)
   until JetStream has the last commit ÷ commits; publish-cpu-us/commit = the difference.
 - **`BenchmarkPublishLag`** (jetstream): 1-row commits over HTTP, one at a time, into a
   writer in the benchmark process publishing to a single-node JetStream server; ns/op per

@@ -173,76 +173,68 @@ func BenchmarkNodeDeliveryLatency(b *testing.B) {
 }
 
 // BenchmarkNodePublishCost measures the writer's CPU per commit with and without
-// JetStream publishing, in the same run: a writer process (`serve`, then `serve
-// --nats-url … --nats-replicas 3` against a new 3-node cluster) takes b.N 1-row commits
-// over HTTP, one at a time, with one DuckDB thread; cpu-us/commit is its CPU time (/proc/PID/stat) over the loop,
-// until JetStream has the last commit, divided by b.N. publish-cpu-us/commit is the
-// difference between the two.
+// JetStream publishing, in the same loop: two writer processes, `serve` and `serve
+// --nats-url … --nats-replicas 3` against a new 3-node cluster, each with one DuckDB
+// thread, take 1-row commits over HTTP in turn, one at a time, b.N each, so that whatever
+// else the machine does lands on both alike. {without-nats,jetstream-r3}-cpu-us/commit is
+// each one's CPU time (/proc/PID/stat) over the loop, until JetStream has the last
+// commit, divided by b.N; publish-cpu-us/commit is the difference.
 func BenchmarkNodePublishCost(b *testing.B) {
-	var without float64
-	for _, publish := range []bool{false, true} {
-		name := "without-nats"
-		if publish {
-			name = "jetstream-r3"
-		}
-		b.Run(name, func(b *testing.B) {
-			dir := b.TempDir()
-			// One DuckDB thread: with two on two busy cores, DuckDB's threads spin on
-			// each small commit's tasks, and that CPU would hide the publisher's.
-			args := append([]string{"--data-dir", dir, "--threads", "1"}, serverFlags...)
-			var js njs.JetStream
-			if publish {
-				// A cluster of its own each time: each writer's table is id 1.
-				cluster := startNATSCluster(b)
-				js = cluster.jetStream()
-				args = append(args, "--nats-url", cluster.urls(), "--nats-replicas", "3")
-			}
-			writer := startServe(b, "writer", nil, args...)
-			admin, err := os.ReadFile(filepath.Join(dir, adminTokenFile))
-			if err != nil {
+	// One DuckDB thread: with two on two busy cores, DuckDB's threads spin on each small
+	// commit's tasks, and that CPU would hide the publisher's.
+	plainDir, natsDir := b.TempDir(), b.TempDir()
+	cluster := startNATSCluster(b)
+	js := cluster.jetStream()
+	plain := startServe(b, "without-nats", nil, append([]string{"--data-dir", plainDir, "--threads", "1"}, serverFlags...)...)
+	publishing := startServe(b, "jetstream-r3", nil, append([]string{"--data-dir", natsDir, "--threads", "1",
+		"--nats-url", cluster.urls(), "--nats-replicas", "3"}, serverFlags...)...)
+	writers := []apiClient{writerClient(b, plain, plainDir), writerClient(b, publishing, natsDir)}
+	start := writers[1].createTable(b, "t")
+	writers[0].createTable(b, "t")
+	var warm commit
+	for i := range 20 {
+		for _, w := range writers {
+			var err error
+			if warm, err = w.ingest("t", 0, []int64{int64(i)}); err != nil {
 				b.Fatal(err)
 			}
-			w := apiClient{base: writer.URL, token: strings.TrimSpace(string(admin))}
-			start := w.createTable(b, "t")
-			var warm commit
-			for i := range 20 {
-				var err error
-				if warm, err = w.ingest("t", 0, []int64{int64(i)}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if publish {
-				// The stream is created and caught up with before the clock starts.
-				waitUntil(b, time.Minute, "the warm-up commits in JetStream", func() bool {
-					return lastPublishedSeq(b, js, cursorTableID(start)) >= warm.seq
-				})
-			}
-			cpu := writer.cpuTime()
-			b.ResetTimer()
-			var last int64
-			for i := range b.N {
-				cm, err := w.ingest("t", 0, []int64{int64(i)})
-				if err != nil {
-					b.Fatal(err)
-				}
-				last = cm.seq
-			}
-			if publish {
-				for lastPublishedSeq(b, js, cursorTableID(start)) < last {
-					time.Sleep(time.Millisecond)
-				}
-			}
-			b.StopTimer()
-			perCommit := float64((writer.cpuTime() - cpu).Microseconds()) / float64(b.N)
-			b.ReportMetric(perCommit, "cpu-us/commit")
-			if publish {
-				b.ReportMetric(perCommit-without, "publish-cpu-us/commit")
-			} else {
-				without = perCommit
-			}
-			writer.stop()
-		})
+		}
 	}
+	// The stream is created and caught up with before the clock starts.
+	waitUntil(b, time.Minute, "the warm-up commits in JetStream", func() bool {
+		return lastPublishedSeq(b, js, cursorTableID(start)) >= warm.seq
+	})
+	cpu := []time.Duration{plain.cpuTime(), publishing.cpuTime()}
+	b.ResetTimer()
+	for i := range b.N {
+		for _, w := range writers {
+			var err error
+			if warm, err = w.ingest("t", 0, []int64{int64(i)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for lastPublishedSeq(b, js, cursorTableID(start)) < warm.seq {
+		time.Sleep(time.Millisecond)
+	}
+	b.StopTimer()
+	without := float64((plain.cpuTime() - cpu[0]).Microseconds()) / float64(b.N)
+	with := float64((publishing.cpuTime() - cpu[1]).Microseconds()) / float64(b.N)
+	b.ReportMetric(without, "without-nats-cpu-us/commit")
+	b.ReportMetric(with, "jetstream-r3-cpu-us/commit")
+	b.ReportMetric(with-without, "publish-cpu-us/commit")
+	plain.stop()
+	publishing.stop()
+}
+
+// writerClient returns a client of a writer process started with --data-dir dir, with
+// the admin token it wrote there.
+func writerClient(b *testing.B, writer *serveProcess, dir string) apiClient {
+	admin, err := os.ReadFile(filepath.Join(dir, adminTokenFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return apiClient{base: writer.URL, token: strings.TrimSpace(string(admin))}
 }
 
 // batchCounter is a light SSE reader for benchmarks: it counts the batch events of one
