@@ -32,8 +32,9 @@ type Batch struct {
 	// Bytes is the request body size, recorded in the commit log.
 	Bytes int64
 	// Writer names the connection the append came from (the api passes the request's
-	// remote address), or is empty. Group commit waits for the writers of its last group
-	// that had come back promptly before, never for an append without one (DB.CommitDelay).
+	// remote address), or is empty. Group commit waits for the appends of its last group
+	// whose writer had come back promptly before, never for an append without one
+	// (DB.CommitDelay).
 	Writer string
 }
 

@@ -92,9 +92,10 @@ type DB struct {
 	MaxGroupCommits int
 	MaxGroupRows    int64
 	// CommitDelay is how long the writer waits at most for the appends it expects to join
-	// a group commit: one from each writer (Batch.Writer) of the group it answered less
-	// than CommitDelay ago whose append had come within CommitDelay of its previous answer
-	// (a client that sends its next append once the last one is acknowledged), as
+	// a group commit: one for each append of the group it answered less than CommitDelay
+	// ago that its writer (Batch.Writer) had sent within CommitDelay of the writer's
+	// previous answer (a client that sends its next append once the last one is
+	// acknowledged; one HTTP/2 connection may carry several such clients), as
 	// PostgreSQL's commit_delay waits only when other transactions are active. Each commit
 	// of a group shares its DuckDB transaction and fsync. The wait ends as soon as they
 	// came, the group is full or a catalog change is queued; a lone writer, a writer that
