@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -166,6 +167,37 @@ func TestCommitDelayExpectsOnlyPromptWriters(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the group still waits for a writer that was not prompt")
 	}
+}
+
+// TestCommitDelayCountsAppendsOfOneConnection: an HTTP/2 connection carries several
+// clients, so two prompt appends of one writer in a group are expected back as two, and
+// the next group waits for the second after the first came.
+func TestCommitDelayCountsAppendsOfOneConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := bareWriter(time.Hour)
+		now := w.db.Now()
+		w.returns.answered["h2"] = now.Add(-time.Millisecond)
+		prompt := appendPlan{op: &op{batch: &Batch{Writer: "h2"}, submitted: now}}
+		w.noteAnswered([]appendPlan{prompt, prompt})
+		if w.returns.expecting != 2 || w.returns.expect["h2"] != 2 {
+			t.Fatalf("expecting %d (%v), want two appends of h2", w.returns.expecting, w.returns.expect)
+		}
+		done := make(chan int, 1)
+		go func() {
+			group, _ := w.gather(context.Background(), oneRowOp(t, "h2"))
+			done <- len(group)
+		}()
+		synctest.Wait()
+		select {
+		case n := <-done:
+			t.Fatalf("gathered %d appends before the second expected one came", n)
+		default:
+		}
+		w.ops <- oneRowOp(t, "h2")
+		if n := <-done; n != 2 {
+			t.Fatalf("gathered %d appends, want 2", n)
+		}
+	})
 }
 
 // TestCommitDelayForgetsAnOldGroup: a group answered longer than CommitDelay ago is not
