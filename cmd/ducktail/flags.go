@@ -24,7 +24,7 @@ func addStoreFlags(f *pflag.FlagSet, db *store.DB) {
 	f.IntVar(&db.ReadConns, "read-conns", db.ReadConns, "concurrent read transactions (snapshots, queries, replays)")
 	f.Int64Var(&db.CheckpointBytes, "checkpoint-bytes", db.CheckpointBytes, "size of DuckDB's WAL file that makes the writer checkpoint (the WAL stays under twice it)")
 	f.Int64Var(&db.CheckpointCommits, "checkpoint-commits", db.CheckpointCommits, "commits since the last checkpoint that make the writer checkpoint (bounds the WAL replay after a crash)")
-	f.DurationVar(&db.CommitDelay, "commit-delay", db.CommitDelay, "how long the writer waits at most for the commits it expects to join a group commit: from the connections of the last group that came back within this long (0: never)")
+	f.DurationVar(&db.CommitDelay, "commit-delay", db.CommitDelay, "how long the writer waits at most for the commits it expects to join a group commit: one for each commit of the last group whose connection came back within this long (0: never)")
 }
 
 func addStreamFlags(f *pflag.FlagSet, h *stream.Hub) {
