@@ -154,18 +154,9 @@ func TestCommitDelayExpectsOnlyPromptWriters(t *testing.T) {
 	}
 	w.ops <- oneRowOp(t, "other")
 	go func() { w.ops <- oneRowOp(t, "prompt") }()
-	done := make(chan int, 1)
-	go func() {
-		group, _ := w.gather(context.Background(), <-w.ops)
-		done <- len(group)
-	}()
-	select {
-	case n := <-done:
-		if n != 2 {
-			t.Fatalf("gathered %d appends, want 2: the queued one and the prompt writer's", n)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("the group still waits for a writer that was not prompt")
+	done := gatherInBackground(w, func() *op { return <-w.ops })
+	if n := gathered(t, done, "the group still waits for a writer that was not prompt"); n != 2 {
+		t.Fatalf("gathered %d appends, want 2: the queued one and the prompt writer's", n)
 	}
 }
 
@@ -182,11 +173,7 @@ func TestCommitDelayCountsAppendsOfOneConnection(t *testing.T) {
 		if w.returns.expecting != 2 || w.returns.expect["h2"] != 2 {
 			t.Fatalf("expecting %d (%v), want two appends of h2", w.returns.expecting, w.returns.expect)
 		}
-		done := make(chan int, 1)
-		go func() {
-			group, _ := w.gather(context.Background(), oneRowOp(t, "h2"))
-			done <- len(group)
-		}()
+		done := gatherInBackground(w, func() *op { return oneRowOp(t, "h2") })
 		synctest.Wait()
 		select {
 		case n := <-done:
@@ -206,18 +193,33 @@ func TestCommitDelayForgetsAnOldGroup(t *testing.T) {
 	w := bareWriter(time.Hour)
 	w.returns.expect["a"], w.returns.expect["b"], w.returns.expecting = 1, 1, 2
 	w.returns.answeredAt = w.db.Now().Add(-2 * time.Hour)
+	done := gatherInBackground(w, func() *op { return oneRowOp(t, "c") })
+	if n := gathered(t, done, "the append still waits for a group answered two hours ago"); n != 1 {
+		t.Fatalf("gathered %d appends, want 1", n)
+	}
+}
+
+// gatherInBackground runs w.gather in a goroutine from the append first returns there, and
+// sends the size of the group it returned.
+func gatherInBackground(w *writer, first func() *op) <-chan int {
 	done := make(chan int, 1)
 	go func() {
-		group, _ := w.gather(context.Background(), oneRowOp(t, "c"))
+		group, _ := w.gather(context.Background(), first())
 		done <- len(group)
 	}()
+	return done
+}
+
+// gathered returns the group size sent on done, failing t with stuck if none came within
+// a minute.
+func gathered(t *testing.T, done <-chan int, stuck string) int {
+	t.Helper()
 	select {
 	case n := <-done:
-		if n != 1 {
-			t.Fatalf("gathered %d appends, want 1", n)
-		}
+		return n
 	case <-time.After(time.Minute):
-		t.Fatal("the append still waits for a group answered two hours ago")
+		t.Fatal(stuck)
+		return 0
 	}
 }
 
