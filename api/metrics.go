@@ -184,6 +184,12 @@ func (m *metrics) observeWrite(frames []stream.Frame) {
 		switch c, ok := m.dataFrames[f.Event]; {
 		case f.Event == stream.EventBatch:
 			batches++
+			if !f.Commit.Replayed && !f.Commit.CommittedAt.IsZero() {
+				if now.IsZero() {
+					now = time.Now()
+				}
+				m.commitToWrite.Observe(now.Sub(f.Commit.CommittedAt).Seconds())
+			}
 		case ok:
 			c.Inc()
 		default:
@@ -191,12 +197,6 @@ func (m *metrics) observeWrite(frames []stream.Frame) {
 		}
 		if f.Terminal {
 			m.streamEnds.WithLabelValues(f.Event, f.Reason).Inc()
-		}
-		if f.Event == stream.EventBatch && !f.Commit.Replayed && !f.Commit.CommittedAt.IsZero() {
-			if now.IsZero() {
-				now = time.Now()
-			}
-			m.commitToWrite.Observe(now.Sub(f.Commit.CommittedAt).Seconds())
 		}
 	}
 	if batches > 0 {
