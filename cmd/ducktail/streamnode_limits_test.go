@@ -14,12 +14,18 @@ func TestNodesLimits(t *testing.T) {
 	tp := startTopology(t, topologyConfig{nodes: 1, writerFlags: limits, nodeFlags: limits})
 	w := tp.client(tp.writer)
 	servers := []*serveProcess{tp.writer, tp.nodes[0]}
-	w.createTable(t, "t")
+	start := w.createTable(t, "t")
 	_, token := tp.streamToken(t, w, "t")
+	// A node serves a resume from the commits it has received: the probe holds the test
+	// until the node has all ten, or the node would replay fewer and stream the rest live.
+	probe := subscribe(t, spread(1, "probe", "t", token, start, false, tp.nodes[0])...)
+	waitStarted(t, probe)
 	l := newLedger()
 	for n := range int64(10) {
 		w.mustIngest(t, l, "t", 0, n)
 	}
+	waitDelivered(t, probe, l.last())
+	probe[0].stop()
 	from := l.all(t)[1].cursor
 	replays := spread(2, "replay", "t", token, "", false, servers...)
 	for _, s := range replays {
