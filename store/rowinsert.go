@@ -130,15 +130,15 @@ func (w *writer) insertRowValues(tx *writeTx, t *table, plans []appendPlan, rows
 		}
 		rec := p.op.batch.Record
 		for i := range int(rec.NumRows()) {
-			args = append(args, driver.NamedValue{Ordinal: len(args) + 1, Value: p.commit.Position.Seq})
-			for _, col := range rec.Columns() {
+			args = append(args, driver.NamedValue{Ordinal: len(args) + 1, Value: duckdb.Typed(p.commit.Position.Seq, duckdb.TYPE_BIGINT)})
+			for j, col := range rec.Columns() {
 				v, ok := appenderValue(col, i)
 				if !ok || v == nil {
 					// A bound NULL makes DuckDB plan the statement again
 					// (commitLogShape): the appender takes such rows.
 					return false
 				}
-				args = append(args, driver.NamedValue{Ordinal: len(args) + 1, Value: v})
+				args = append(args, driver.NamedValue{Ordinal: len(args) + 1, Value: typedParam(t.schema.Columns[j].Type, v)})
 			}
 		}
 	}
@@ -185,16 +185,16 @@ func (w *writer) insertCommitLogRows(rows []commitLogRow) error {
 	args := make([]driver.NamedValue, 0, maxInsertParams)
 	bind := func(v driver.Value) { args = append(args, driver.NamedValue{Ordinal: len(args) + 1, Value: v}) }
 	for _, r := range rows {
-		bind(r.tableID)
-		bind(r.activation.String())
-		bind(r.seq)
-		bind(r.version)
-		bind(r.rows)
-		bind(r.bytes)
-		bind(r.committedAt)
+		bind(duckdb.Typed(r.tableID, duckdb.TYPE_BIGINT))
+		bind(duckdb.Typed(r.activation.String(), duckdb.TYPE_VARCHAR))
+		bind(duckdb.Typed(r.seq, duckdb.TYPE_BIGINT))
+		bind(duckdb.Typed(r.version, duckdb.TYPE_INTEGER))
+		bind(duckdb.Typed(r.rows, duckdb.TYPE_BIGINT))
+		bind(duckdb.Typed(r.bytes, duckdb.TYPE_BIGINT))
+		bind(duckdb.Typed(r.committedAt, duckdb.TYPE_TIMESTAMP_TZ))
 		if r.key != "" {
 			shape.keyed++
-			bind(r.key)
+			bind(duckdb.Typed(r.key, duckdb.TYPE_VARCHAR))
 			bind(r.hash)
 		}
 	}
@@ -232,4 +232,32 @@ func (w *writer) execBound(stmt *duckdb.Stmt) error {
 		_, err := stmt.ExecBound(context.Background())
 		return err
 	})
+}
+
+// typedBinds are the column types whose values insertRowValues binds as duckdb.Typed, of
+// the DuckDB type of the column, as insertCommitLogRows binds the commit-log values:
+// duckdb-go binds an untyped value after asking DuckDB for the parameter's type and
+// logical type (six cgo calls, two of which look the parameter up by name, before the
+// bind), a typed one with three (create, bind and destroy a DuckDB value). Measured on the
+// project's 2-core machine, binding 56 values (eight 7-column rows) took 83 us untyped and
+// 53 us typed, and binding and executing that INSERT into an in-memory table 336-341 us
+// against 279-294. The value's Go type is the one appenderValue gives for the column's
+// Arrow type (Type.Arrow), which the Typed coercions accept; JSON, BLOB and the other
+// types are bound untyped.
+var typedBinds = map[Type]duckdb.Type{
+	TypeBoolean: duckdb.TYPE_BOOLEAN, TypeTinyint: duckdb.TYPE_TINYINT, TypeSmallint: duckdb.TYPE_SMALLINT,
+	TypeInteger: duckdb.TYPE_INTEGER, TypeBigint: duckdb.TYPE_BIGINT, TypeUTinyint: duckdb.TYPE_UTINYINT,
+	TypeUSmallint: duckdb.TYPE_USMALLINT, TypeUInteger: duckdb.TYPE_UINTEGER, TypeUBigint: duckdb.TYPE_UBIGINT,
+	TypeFloat: duckdb.TYPE_FLOAT, TypeDouble: duckdb.TYPE_DOUBLE, TypeVarchar: duckdb.TYPE_VARCHAR,
+	TypeDate: duckdb.TYPE_DATE, TypeTimestamp: duckdb.TYPE_TIMESTAMP, TypeTimestampS: duckdb.TYPE_TIMESTAMP_S,
+	TypeTimestampMS: duckdb.TYPE_TIMESTAMP_MS, TypeTimestampNS: duckdb.TYPE_TIMESTAMP_NS,
+	TypeTimestampTZ: duckdb.TYPE_TIMESTAMP_TZ,
+}
+
+// typedParam is v, a value of a column of type t, as insertRowValues binds it.
+func typedParam(t Type, v driver.Value) driver.Value {
+	if dt, ok := typedBinds[t]; ok {
+		return duckdb.Typed(v, dt)
+	}
+	return v
 }
