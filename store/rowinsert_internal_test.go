@@ -56,13 +56,9 @@ func TestTypedParamsStoreWhatUntypedOnesStore(t *testing.T) {
 				t.Fatalf("appenderValue(%s) = %v, %v", v, value, ok)
 			}
 			name := strings.ToLower(string(typ))
-			for _, table := range []string{"typed_" + name, "untyped_" + name} {
+			for table, param := range map[string]driver.Value{"typed_" + name: typedParam(typ, value), "untyped_" + name: value} {
 				if _, err := conn.ExecContext(ctx, "CREATE TABLE "+table+" (v "+string(typ)+")"); err != nil {
 					t.Fatal(err)
-				}
-				param := value
-				if strings.HasPrefix(table, "typed_") {
-					param = typedParam(typ, value)
 				}
 				err := conn.Raw(func(dc any) error {
 					s, err := dc.(driver.ConnPrepareContext).PrepareContext(ctx, "INSERT INTO "+table+" VALUES (?)")
