@@ -10,18 +10,9 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 )
 
-// insertCommitLog writes one commit-log row per commit among plans into
-// ducktail_catalog.commits, inside the writer's open transaction, through a DuckDB
-// appender kept open on the writer's connection. A flush costs about as much for one row
-// as for a vector of them, far less than a statement of that many parameters: measured on
-// the project's 2-core machine, 64 commit-log rows took about 3 ms as one INSERT of bound
-// parameters and 0.5 ms as one flush. After a failed append or flush the
-// appender is dropped, and the next commit opens a new one; the transaction is rolled
-// back either way. The flush takes no context: it writes at most MaxGroupCommits short
-// rows, and duckdb-go's FlushWithCancel starts a goroutine per call to watch one. The
-// commit-log rows of the smallest groups go to a prepared INSERT instead, cheaper still
-// (insertCommitLogRows).
-func (w *writer) insertCommitLog(plans []appendPlan) (err error) {
+// commitLogRows returns the commit-log rows of the commits among plans, one per commit
+// that is neither refused nor a duplicate.
+func commitLogRows(plans []appendPlan) []commitLogRow {
 	var rows []commitLogRow
 	for _, p := range plans {
 		if p.err != nil || p.commit.Duplicate {
@@ -38,6 +29,20 @@ func (w *writer) insertCommitLog(plans []appendPlan) (err error) {
 		}
 		rows = append(rows, row)
 	}
+	return rows
+}
+
+// writeCommitLog writes rows into ducktail_catalog.commits, inside the writer's open
+// transaction, through a DuckDB appender kept open on the writer's connection. A flush
+// costs about as much for one row as for a vector of them, far less than a statement of
+// that many parameters: measured on the project's 2-core machine, 64 commit-log rows took
+// about 3 ms as one INSERT of bound parameters and 0.5 ms as one flush. After a failed
+// append or flush the appender is dropped, and the next commit opens a new one; the
+// transaction is rolled back either way. The flush takes no context: it writes at most
+// MaxGroupCommits + maxUnloggedCommits short rows, and duckdb-go's FlushWithCancel starts
+// a goroutine per call to watch one. The smallest sets of rows go to a prepared INSERT
+// instead, cheaper still (insertCommitLogRows).
+func (w *writer) writeCommitLog(rows []commitLogRow) (err error) {
 	if len(rows) == 0 {
 		return nil
 	}

@@ -26,6 +26,9 @@ type ReadTx struct {
 	// transaction is open makes every CHECKPOINT fail until that reader ends, so heads
 	// live in memory and in the commit log; see pinSnapshot).
 	heads map[uuid.UUID]int64
+	// unlogged are the commit-log rows that waited in memory as of the snapshot
+	// (unlogged.go).
+	unlogged []commitLogRow
 }
 
 // Read runs fn inside one read-only transaction and rolls it back afterwards. It waits
@@ -67,6 +70,7 @@ func (tx *ReadTx) pinSnapshot(ctx context.Context) error {
 	if err := tx.conn.QueryRowContext(ctx, "SELECT count(*) FROM ducktail_catalog.settings").Scan(&n); err != nil {
 		return fmt.Errorf("begin read: %w", err)
 	}
+	tx.unlogged = tx.db.unlogged
 	tx.db.mu.RLock()
 	tx.heads = make(map[uuid.UUID]int64, len(tx.db.tables))
 	for _, t := range tx.db.tables {

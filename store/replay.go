@@ -62,7 +62,8 @@ func (tx *ReadTx) Activation(ctx context.Context, tableID int64, id uuid.UUID) (
 	return a, nil
 }
 
-// Commits returns the commit log of activation a for after < seq ≤ through, in seq order.
+// Commits returns the commit log of activation a for after < seq ≤ through, in seq order:
+// the rows on disk, then those still waiting in memory (unlogged.go).
 func (tx *ReadTx) Commits(ctx context.Context, a Activation, after, through int64) ([]CommitInfo, error) {
 	rows, err := tx.conn.QueryContext(ctx, `
 		SELECT seq, schema_version, rows, bytes, committed_at FROM ducktail_catalog.commits
@@ -79,7 +80,10 @@ func (tx *ReadTx) Commits(ctx context.Context, a Activation, after, through int6
 		}
 		out = append(out, c)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return append(out, tx.unloggedCommits(a.ID, after, through)...), nil
 }
 
 // Schemas returns every schema version of activation a, by version.
@@ -261,6 +265,9 @@ func (tx *ReadTx) CommitStats(ctx context.Context, a Activation, after, through 
 		WHERE activation = ?::UUID AND seq > ? AND seq <= ?`, a.ID.String(), after, through).Scan(&commits, &rows)
 	if err != nil {
 		return 0, 0, fmt.Errorf("read commit stats: %w", err)
+	}
+	for _, c := range tx.unloggedCommits(a.ID, after, through) {
+		commits, rows = commits+1, rows+c.Rows
 	}
 	return commits, rows, nil
 }

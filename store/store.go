@@ -121,6 +121,9 @@ type DB struct {
 	// commitMu is held by the writer around each COMMIT and the in-memory catalog update
 	// after it, and shared by a read transaction while it fixes its snapshot (pinSnapshot).
 	commitMu sync.RWMutex
+	// unlogged are the commit-log rows of committed commits not yet written to the
+	// commit log, in commit order (unlogged.go); the writer changes them under commitMu.
+	unlogged []commitLogRow
 	mu       sync.RWMutex
 	tables   map[string]*table // by lower-case name, live tables only
 	tokens   map[string]Token  // by token id
@@ -217,6 +220,9 @@ func (db *DB) Open(ctx context.Context) (err error) {
 		return fmt.Errorf("open %s: %w", db.Path, err)
 	}
 	if err := db.loadSettings(ctx); err != nil {
+		return err
+	}
+	if err := db.recoverCommitLog(ctx); err != nil {
 		return err
 	}
 	if err := db.loadCatalog(ctx); err != nil {

@@ -7,6 +7,7 @@ import (
 	"database/sql/driver"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -200,6 +201,11 @@ func (w *writer) submit(ctx context.Context, o *op) (opResult, error) {
 
 func (w *writer) run(ctx context.Context) {
 	defer close(w.stopped)
+	defer func() {
+		if err := w.writeUnlogged(ctx); err != nil {
+			w.db.Logger.Error("could not write the waiting commit-log rows at stop; the next Open rebuilds them", "err", err)
+		}
+	}()
 	var next *op
 	for {
 		o := next
@@ -212,9 +218,11 @@ func (w *writer) run(ctx context.Context) {
 				w.failQueued()
 				return
 			default:
-				// Nothing queued: wait, folding the WAL once the writer has been idle for
-				// IdleCheckpoint.
-				idle := time.NewTimer(w.db.IdleCheckpoint)
+				// Nothing queued: wait, writing the waiting commit-log rows when the
+				// oldest reaches maxUnloggedAge and folding the WAL once the writer has
+				// been idle for IdleCheckpoint.
+				wait, forLog := w.idleWait()
+				idle := time.NewTimer(wait)
 				select {
 				case o = <-w.ops:
 				case <-idle.C:
@@ -224,6 +232,15 @@ func (w *writer) run(ctx context.Context) {
 					return
 				}
 				idle.Stop()
+				if o == nil && forLog {
+					if !w.unloggedDue() {
+						continue
+					}
+					if err := w.writeUnlogged(ctx); err != nil {
+						w.db.Logger.Warn("could not write the waiting commit-log rows; the next commit writes them", "err", err)
+					}
+					continue
+				}
 				if o == nil {
 					w.maybeCheckpoint(ctx, true)
 					continue
@@ -397,13 +414,18 @@ func (w *writer) commitAppends(ctx context.Context, ops []*op) (err error) {
 	if err := w.flushBuffered(tx); err != nil {
 		return err
 	}
-	if err := w.insertCommitLog(plans); err != nil {
-		return err
+	logRows := commitLogRows(plans)
+	deferred := w.deferLog(logRows)
+	if !deferred {
+		if err := w.writeCommitLog(append(slices.Clone(w.db.unlogged), logRows...)); err != nil {
+			return err
+		}
 	}
 	// The heads are not written to the catalog: they are the commit log's seqs (see
 	// ReadTx.pinSnapshot for why no commit may UPDATE a catalog row).
 	var committed int64
 	if err := w.commit(ctx, tx, func() {
+		w.db.logUnlogged(logRows, deferred)
 		for _, p := range plans {
 			if p.err == nil && !p.commit.Duplicate {
 				p.t.head = p.commit.Position.Seq
@@ -571,6 +593,10 @@ func (w *writer) runDDL(ctx context.Context, o *op) {
 		return
 	}
 	w.dropRowAppenders()
+	if err := w.writeUnlogged(ctx); err != nil {
+		o.done <- opResult{err: err}
+		return
+	}
 	if err := w.use(ctx, w.database); err != nil {
 		o.done <- opResult{err: err}
 		return

@@ -1,0 +1,155 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/ducktail/ducktail/store"
+)
+
+// commitLog reads the commit log of table name through a read transaction: the rows on
+// disk and those waiting in memory, as replay sees them.
+func commitLog(t *testing.T, db *store.DB, name string) []store.CommitInfo {
+	t.Helper()
+	info, err := db.Table(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []store.CommitInfo
+	err = db.Read(context.Background(), func(tx *store.ReadTx) error {
+		a, err := tx.Activation(context.Background(), info.ID, info.Head.Activation)
+		if err != nil {
+			return err
+		}
+		out, err = tx.Commits(context.Background(), a, 0, a.Head)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// loggedOnDisk counts the commit-log rows in the database file at path, opened with
+// DuckDB alone.
+func loggedOnDisk(t *testing.T, path string) int {
+	t.Helper()
+	raw, err := sql.Open("duckdb", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var n int
+	if err := raw.QueryRow("SELECT count(*) FROM ducktail_catalog.commits").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// The commit-log rows of unkeyed commits wait in memory and are read as if written; a
+// keyed commit and a catalog change write the waiting ones with theirs; a kill -9 loses
+// the ones still waiting, and the next Open rebuilds them from the table: rows and schema
+// version exactly, committed_at as the time of the rebuild (unlogged.go).
+func TestWaitingCommitLogRowsAreReadAndRebuiltAfterKill9(t *testing.T) {
+	at := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	// A clock that stands still: no waiting row ever grows old enough to be written alone.
+	db, path := openTuned(t, func(db *store.DB) {
+		db.IdleCheckpoint = time.Hour
+		db.Now = func() time.Time { return at }
+	})
+	ctx := context.Background()
+	for i := range 5 {
+		appendRows(t, db, "weather", 2, float64(i))
+	}
+	if _, err := db.AddColumn(ctx, "weather", store.ColumnSpec{Name: "note", Type: "VARCHAR"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		appendRows(t, db, "weather", 3, float64(i))
+	}
+	info, err := db.Table("weather")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyed := store.Batch{Table: "weather", SchemaVersion: info.Schema.Version, Record: weatherBatch(info.Schema, 1, 0),
+		IdempotencyKey: "k1", RequestHash: []byte("h1")}
+	if _, err := db.Append(ctx, keyed); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		appendRows(t, db, "weather", 4, float64(i))
+	}
+	want := []struct {
+		rows    int64
+		version int
+	}{{2, 1}, {2, 1}, {2, 1}, {2, 1}, {2, 1}, {3, 2}, {3, 2}, {3, 2}, {3, 2}, {1, 2}, {4, 2}, {4, 2}, {4, 2}, {4, 2}, {4, 2}, {4, 2}}
+	check := func(when string, got []store.CommitInfo) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d commits in the log; want %d", when, len(got), len(want))
+		}
+		for i, c := range got {
+			if c.Seq != int64(i+1) || c.Rows != want[i].rows || c.SchemaVersion != want[i].version || !c.CommittedAt.Equal(at) {
+				t.Errorf("%s: commit %d is seq %d, %d rows, version %d, at %s; want seq %d, %d rows, version %d, at %s",
+					when, i, c.Seq, c.Rows, c.SchemaVersion, c.CommittedAt, i+1, want[i].rows, want[i].version, at)
+			}
+		}
+	}
+	check("live", commitLog(t, db, "weather"))
+
+	image := crashImage(t, path)
+	// The catalog change wrote the first five, the keyed commit the next five; the last
+	// six still wait.
+	if n := loggedOnDisk(t, image); n != 10 {
+		t.Fatalf("the crash image has %d commit-log rows; want the 10 written before the last 6 commits", n)
+	}
+	var logs bytes.Buffer
+	reopened := store.NewDB(image)
+	reopened.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	reopened.Now = func() time.Time { return at }
+	if err := reopened.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "commits=6") {
+		t.Errorf("log after reopen %q; want the 6 rebuilt commit-log rows named", logs.String())
+	}
+	after, err := reopened.Table("weather")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Head.Seq != 16 || after.Rows != 2*5+3*4+1+4*6 {
+		t.Errorf("after reopen: head %d with %d rows; want 16 and 47", after.Head.Seq, after.Rows)
+	}
+	check("rebuilt", commitLog(t, reopened, "weather"))
+	if err := reopened.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := loggedOnDisk(t, image); n != 16 {
+		t.Errorf("after the rebuild and a clean stop: %d commit-log rows on disk; want 16", n)
+	}
+}
+
+// A clean stop writes the rows still waiting: the next Open rebuilds nothing.
+func TestCloseWritesTheWaitingCommitLogRows(t *testing.T) {
+	at := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	db, path := openTuned(t, func(db *store.DB) {
+		db.IdleCheckpoint = time.Hour
+		db.Now = func() time.Time { return at }
+	})
+	for i := range 3 {
+		appendRows(t, db, "weather", 1, float64(i))
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := loggedOnDisk(t, path); n != 3 {
+		t.Errorf("after Close: %d commit-log rows on disk; want 3", n)
+	}
+}
