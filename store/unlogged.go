@@ -117,8 +117,9 @@ func (tx *ReadTx) unloggedCommits(id uuid.UUID, after, through int64) []CommitIn
 
 // recoverCommitLog writes the commit-log rows a kill -9 lost while they waited
 // (unlogged.go's rule): for each live activation, the seqs its table holds past the last
-// one its commit log has. Rows and schema version are exact; bytes is the activation's
-// mean bytes per row on disk times the rows (it only sizes replay's reads), and
+// one its commit log has. Rows and schema version are exact; bytes is the rows times the
+// activation's mean bytes per row on disk, or 8 bytes per stored column when that is less
+// (as when every logged commit was empty; bytes only sizes replay's reads), and
 // committed_at the time of the rebuild. It runs at every Open, one query per live table
 // that finds nothing after a clean stop, and logs and checkpoints what it rebuilt.
 func (db *DB) recoverCommitLog(ctx context.Context) error {
@@ -132,12 +133,15 @@ func (db *DB) recoverCommitLog(ctx context.Context) error {
 	var acts []live
 	q, err := db.sqlDB.QueryContext(ctx, `
 		SELECT t.id, a.id::VARCHAR, a.physical,
-		       coalesce(max(c.seq), 0), coalesce(sum(c.bytes) // nullif(sum(c.rows), 0), 0)::BIGINT
+		       coalesce(max(c.seq), 0),
+		       greatest(coalesce(sum(c.bytes) // nullif(sum(c.rows), 0), 0),
+		                8 * (SELECT count(*) FROM duckdb_columns() k
+		                     WHERE k.schema_name = 'ducktail_data' AND k.table_name = a.physical))::BIGINT
 		FROM ducktail_catalog.tables t
 		JOIN ducktail_catalog.activations a ON a.id = t.activation
 		LEFT JOIN ducktail_catalog.commits c ON c.activation = a.id
 		WHERE t.dropped_at IS NULL
-		GROUP BY ALL`)
+		GROUP BY t.id, a.id, a.physical`)
 	if err != nil {
 		return fmt.Errorf("recover the commit log: %w", err)
 	}

@@ -56,7 +56,8 @@ func loggedOnDisk(t *testing.T, path string) int {
 // The commit-log rows of unkeyed commits wait in memory and are read as if written; a
 // keyed commit and a catalog change write the waiting ones with theirs; a kill -9 loses
 // the ones still waiting, and the next Open rebuilds them from the table: rows and schema
-// version exactly, committed_at as the time of the rebuild (unlogged.go).
+// version exactly, a size even when every logged commit was empty, committed_at as the
+// time of the rebuild (unlogged.go).
 func TestWaitingCommitLogRowsAreReadAndRebuiltAfterKill9(t *testing.T) {
 	at := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
 	// A clock that stands still: no waiting row ever grows old enough to be written alone.
@@ -65,6 +66,11 @@ func TestWaitingCommitLogRowsAreReadAndRebuiltAfterKill9(t *testing.T) {
 		db.Now = func() time.Time { return at }
 	})
 	ctx := context.Background()
+	// A table whose only logged commit is empty: its rebuilt rows still get a size.
+	if _, err := db.CreateTable(ctx, "quiet", weatherColumns); err != nil {
+		t.Fatal(err)
+	}
+	appendRows(t, db, "quiet", 0, 0)
 	for i := range 5 {
 		appendRows(t, db, "weather", 2, float64(i))
 	}
@@ -86,6 +92,8 @@ func TestWaitingCommitLogRowsAreReadAndRebuiltAfterKill9(t *testing.T) {
 	for i := range 6 {
 		appendRows(t, db, "weather", 4, float64(i))
 	}
+	appendRows(t, db, "quiet", 1, 0)
+	appendRows(t, db, "quiet", 1, 1)
 	want := []struct {
 		rows    int64
 		version int
@@ -96,19 +104,20 @@ func TestWaitingCommitLogRowsAreReadAndRebuiltAfterKill9(t *testing.T) {
 			t.Fatalf("%s: %d commits in the log; want %d", when, len(got), len(want))
 		}
 		for i, c := range got {
-			if c.Seq != int64(i+1) || c.Rows != want[i].rows || c.SchemaVersion != want[i].version || !c.CommittedAt.Equal(at) {
-				t.Errorf("%s: commit %d is seq %d, %d rows, version %d, at %s; want seq %d, %d rows, version %d, at %s",
-					when, i, c.Seq, c.Rows, c.SchemaVersion, c.CommittedAt, i+1, want[i].rows, want[i].version, at)
+			if c.Seq != int64(i+1) || c.Rows != want[i].rows || c.SchemaVersion != want[i].version || !c.CommittedAt.Equal(at) || c.Bytes <= 0 {
+				t.Errorf("%s: commit %d is seq %d, %d rows, version %d, at %s, %d bytes; want seq %d, %d rows, version %d, at %s, bytes > 0",
+					when, i, c.Seq, c.Rows, c.SchemaVersion, c.CommittedAt, c.Bytes, i+1, want[i].rows, want[i].version, at)
 			}
 		}
 	}
 	check("live", commitLog(t, db, "weather"))
 
 	image := crashImage(t, path)
-	// The catalog change wrote the first five, the keyed commit the next five; the last
-	// six still wait.
-	if n := loggedOnDisk(t, image); n != 10 {
-		t.Fatalf("the crash image has %d commit-log rows; want the 10 written before the last 6 commits", n)
+	// quiet's empty commit was written with its transaction, weather's first five by the
+	// catalog change, the next five with the keyed commit; weather's last six and quiet's
+	// two others still wait.
+	if n := loggedOnDisk(t, image); n != 11 {
+		t.Fatalf("the crash image has %d commit-log rows; want the 11 written before the last 8 commits", n)
 	}
 	var logs bytes.Buffer
 	reopened := store.NewDB(image)
@@ -117,8 +126,8 @@ func TestWaitingCommitLogRowsAreReadAndRebuiltAfterKill9(t *testing.T) {
 	if err := reopened.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(logs.String(), "commits=6") {
-		t.Errorf("log after reopen %q; want the 6 rebuilt commit-log rows named", logs.String())
+	if !strings.Contains(logs.String(), "commits=8") {
+		t.Errorf("log after reopen %q; want the 8 rebuilt commit-log rows named", logs.String())
 	}
 	after, err := reopened.Table("weather")
 	if err != nil {
@@ -128,11 +137,15 @@ func TestWaitingCommitLogRowsAreReadAndRebuiltAfterKill9(t *testing.T) {
 		t.Errorf("after reopen: head %d with %d rows; want 16 and 47", after.Head.Seq, after.Rows)
 	}
 	check("rebuilt", commitLog(t, reopened, "weather"))
+	quiet := commitLog(t, reopened, "quiet")
+	if len(quiet) != 3 || quiet[0].Rows != 0 || quiet[1].Rows != 1 || quiet[2].Rows != 1 || quiet[1].Bytes <= 0 || quiet[2].Bytes <= 0 {
+		t.Errorf("quiet's commit log after the rebuild: %+v; want 0, 1 and 1 rows, the rebuilt two with bytes > 0", quiet)
+	}
 	if err := reopened.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := loggedOnDisk(t, image); n != 16 {
-		t.Errorf("after the rebuild and a clean stop: %d commit-log rows on disk; want 16", n)
+	if n := loggedOnDisk(t, image); n != 19 {
+		t.Errorf("after the rebuild and a clean stop: %d commit-log rows on disk; want 19", n)
 	}
 }
 
