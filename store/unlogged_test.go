@@ -166,3 +166,26 @@ func TestCloseWritesTheWaitingCommitLogRows(t *testing.T) {
 		t.Errorf("after Close: %d commit-log rows on disk; want 3", n)
 	}
 }
+
+// At most 64 commit-log rows wait: the group that would make them 65 writes them all
+// with its own.
+func TestWaitingCommitLogRowsAreBounded(t *testing.T) {
+	at := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	db, path := openTuned(t, func(db *store.DB) {
+		db.IdleCheckpoint = time.Hour
+		db.Now = func() time.Time { return at }
+	})
+	for i := range 64 {
+		appendRows(t, db, "weather", 1, float64(i))
+	}
+	if n := loggedOnDisk(t, crashImage(t, path)); n != 0 {
+		t.Errorf("after 64 commits: %d commit-log rows on disk; want 0 (all waiting)", n)
+	}
+	appendRows(t, db, "weather", 1, 64)
+	if n := loggedOnDisk(t, crashImage(t, path)); n != 65 {
+		t.Errorf("after 65 commits: %d commit-log rows on disk; want 65", n)
+	}
+	if got := commitLog(t, db, "weather"); len(got) != 65 || got[64].Seq != 65 {
+		t.Errorf("the commit log reads %d commits; want 65, the last seq 65", len(got))
+	}
+}
