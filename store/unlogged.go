@@ -20,7 +20,8 @@ import (
 //   - a group that has a commit without rows or with a key, or that would exceed either
 //     bound, writes the waiting rows with its own in its transaction;
 //   - the writer writes them alone when it has been idle until the oldest reaches
-//     maxUnloggedAge, before every catalog change and CHECKPOINT, and when it stops.
+//     maxUnloggedAge, before every catalog change, and when it stops. A CHECKPOINT
+//     needs no write first: the rebuild reads the tables, not the WAL.
 //
 // So the commit log on disk is always a prefix of the commits in commit order, and a
 // commit whose log row was not written yet has its rows in its table under its seq. A read
@@ -34,8 +35,8 @@ const (
 	maxUnloggedAge     = 250 * time.Millisecond
 )
 
-// deferLog reports whether rows, the commit-log rows of a group about to commit at now,
-// can wait in DB.unlogged instead of being written in the group's transaction.
+// deferLog reports whether rows, the commit-log rows of a group about to commit, can
+// wait in DB.unlogged instead of being written in the group's transaction.
 func (w *writer) deferLog(rows []commitLogRow) bool {
 	waiting := w.db.unlogged
 	if len(waiting)+len(rows) > maxUnloggedCommits {

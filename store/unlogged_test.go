@@ -14,6 +14,19 @@ import (
 	"github.com/ducktail/ducktail/store"
 )
 
+// stillAt is the time of openStill's clock.
+var stillAt = time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+
+// openStill opens a database whose clock stands still at stillAt, with no idle
+// checkpoint: no waiting commit-log row ever grows old enough to be written alone.
+func openStill(t *testing.T) (*store.DB, string) {
+	t.Helper()
+	return openTuned(t, func(db *store.DB) {
+		db.IdleCheckpoint = time.Hour
+		db.Now = func() time.Time { return stillAt }
+	})
+}
+
 // commitLog reads the commit log of table name through a read transaction: the rows on
 // disk and those waiting in memory, as replay sees them.
 func commitLog(t *testing.T, db *store.DB, name string) []store.CommitInfo {
@@ -59,12 +72,7 @@ func loggedOnDisk(t *testing.T, path string) int {
 // version exactly, a size even when every logged commit was empty, committed_at as the
 // time of the rebuild (unlogged.go).
 func TestWaitingCommitLogRowsAreReadAndRebuiltAfterKill9(t *testing.T) {
-	at := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
-	// A clock that stands still: no waiting row ever grows old enough to be written alone.
-	db, path := openTuned(t, func(db *store.DB) {
-		db.IdleCheckpoint = time.Hour
-		db.Now = func() time.Time { return at }
-	})
+	db, path := openStill(t)
 	ctx := context.Background()
 	// A table whose only logged commit is empty: its rebuilt rows still get a size.
 	if _, err := db.CreateTable(ctx, "quiet", weatherColumns); err != nil {
@@ -104,9 +112,9 @@ func TestWaitingCommitLogRowsAreReadAndRebuiltAfterKill9(t *testing.T) {
 			t.Fatalf("%s: %d commits in the log; want %d", when, len(got), len(want))
 		}
 		for i, c := range got {
-			if c.Seq != int64(i+1) || c.Rows != want[i].rows || c.SchemaVersion != want[i].version || !c.CommittedAt.Equal(at) || c.Bytes <= 0 {
+			if c.Seq != int64(i+1) || c.Rows != want[i].rows || c.SchemaVersion != want[i].version || !c.CommittedAt.Equal(stillAt) || c.Bytes <= 0 {
 				t.Errorf("%s: commit %d is seq %d, %d rows, version %d, at %s, %d bytes; want seq %d, %d rows, version %d, at %s, bytes > 0",
-					when, i, c.Seq, c.Rows, c.SchemaVersion, c.CommittedAt, c.Bytes, i+1, want[i].rows, want[i].version, at)
+					when, i, c.Seq, c.Rows, c.SchemaVersion, c.CommittedAt, c.Bytes, i+1, want[i].rows, want[i].version, stillAt)
 			}
 		}
 	}
@@ -122,7 +130,7 @@ func TestWaitingCommitLogRowsAreReadAndRebuiltAfterKill9(t *testing.T) {
 	var logs bytes.Buffer
 	reopened := store.NewDB(image)
 	reopened.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	reopened.Now = func() time.Time { return at }
+	reopened.Now = func() time.Time { return stillAt }
 	if err := reopened.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -151,11 +159,7 @@ func TestWaitingCommitLogRowsAreReadAndRebuiltAfterKill9(t *testing.T) {
 
 // A clean stop writes the rows still waiting: the next Open rebuilds nothing.
 func TestCloseWritesTheWaitingCommitLogRows(t *testing.T) {
-	at := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
-	db, path := openTuned(t, func(db *store.DB) {
-		db.IdleCheckpoint = time.Hour
-		db.Now = func() time.Time { return at }
-	})
+	db, path := openStill(t)
 	for i := range 3 {
 		appendRows(t, db, "weather", 1, float64(i))
 	}
@@ -170,11 +174,7 @@ func TestCloseWritesTheWaitingCommitLogRows(t *testing.T) {
 // At most 64 commit-log rows wait: the group that would make them 65 writes them all
 // with its own.
 func TestWaitingCommitLogRowsAreBounded(t *testing.T) {
-	at := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
-	db, path := openTuned(t, func(db *store.DB) {
-		db.IdleCheckpoint = time.Hour
-		db.Now = func() time.Time { return at }
-	})
+	db, path := openStill(t)
 	for i := range 64 {
 		appendRows(t, db, "weather", 1, float64(i))
 	}
