@@ -19,8 +19,13 @@ const DefaultScanChunkRows = 122_880
 // insertion order, with the columns and names users see. duckdb-go materializes a whole
 // result before handing it over, so the rows are read chunkRows at a time, by rowid
 // range over the table's physical table (DuckDB pushes the range into its scan): a
-// snapshot of any size holds one chunk in memory at a time. The reader is valid only
-// during fn. Errors: DuckDB's, fn's.
+// snapshot of any size holds one chunk in memory at a time. The ranges run from rowid 0
+// to the table's count(*): rows of a physical table are only ever appended (no UPDATE or
+// DELETE touches one, and an append that rolls back leaves no rowid behind), so its
+// rowids are 0 to count(*)-1, and DuckDB counts the rows of a table without reading
+// them (0.7 ms on the 3M-row flights table, where max(rowid) reads every rowid in 2.5 to
+// 5.6 ms before the first row can go out). The reader is valid only during fn. Errors:
+// DuckDB's, fn's.
 func (tx *ReadTx) ScanTable(ctx context.Context, info TableInfo, chunkRows int64, fn func(array.RecordReader) error) error {
 	return tx.ScanShaped(ctx, info, nil, chunkRows, fn)
 }
@@ -35,10 +40,11 @@ func (tx *ReadTx) ScanShaped(ctx context.Context, info TableInfo, shape *Shape, 
 		return err
 	}
 	physical := "ducktail_data." + QuoteIdent(a.physical)
-	var last int64
-	if err := tx.conn.QueryRowContext(ctx, "SELECT coalesce(max(rowid), -1) FROM "+physical).Scan(&last); err != nil {
+	var rows int64
+	if err := tx.conn.QueryRowContext(ctx, "SELECT count(*) FROM "+physical).Scan(&rows); err != nil {
 		return fmt.Errorf("scan %s: %w", info.Name, err)
 	}
+	last := rows - 1
 	cols := make([]string, len(info.Schema.Columns))
 	for i, c := range info.Schema.Columns {
 		cols[i] = QuoteIdent(physicalColumn(c.ID)) + " AS " + QuoteIdent(c.Name)
