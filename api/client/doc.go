@@ -3,8 +3,11 @@
 // commit's Arrow IPC payload into record batches, and keeps the stream going across
 // dropped connections, server restarts and evictions without losing or repeating a
 // commit (docs/design.md, "The stream" and "The atomic hand-off"; "The client contract").
+// It also reads a table's snapshot, in memory held to one record batch however large the
+// table: ReadSnapshot.
 //
-// Two entry points, both blocking until the context ends or the stream cannot go on:
+// Two entry points for streams, both blocking until the context ends or the stream cannot
+// go on:
 //
 //   - Stream delivers schema changes and batches, each with its opaque cursor, to the
 //     handlers in Options. A handler returning nil acknowledges the event: its cursor

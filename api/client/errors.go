@@ -30,8 +30,8 @@ var (
 	// LiveQuery: without the cursor the hand-off cannot be exact (docs/design.md, "The atomic
 	// hand-off").
 	ErrNoCursor = errors.New("the snapshot answer carries no cursor for the table")
-	// ErrNoTable: LiveQuery needs Options.Table to read snapshots.
-	ErrNoTable = errors.New("LiveQuery needs Options.Table")
+	// ErrNoTable: LiveQuery and ReadSnapshot need Options.Table to read snapshots.
+	ErrNoTable = errors.New("LiveQuery and ReadSnapshot need Options.Table")
 	// ErrShapeWithSQL: LiveQuery takes a Shape or SQL, not both: a query's cursor is the
 	// whole table's, which a shaped stream cannot continue.
 	ErrShapeWithSQL = errors.New("LiveQuery takes Options.Shape or LiveOptions.SQL, not both")

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // Headers and media types of the snapshot hand-off (docs/design.md, "The atomic hand-off").
@@ -35,7 +37,7 @@ type Snapshot struct {
 	// Schema is the schema of Records: the table's, or the query result's.
 	Schema *arrow.Schema
 	// Records holds the rows. They are released when OnSnapshot returns; Retain one to
-	// keep it longer.
+	// keep it longer. ReadSnapshot leaves it nil: it hands the rows to its fn instead.
 	Records []arrow.RecordBatch
 	// Reason is "" for the snapshot LiveOptions.StartWithSnapshot asks for, and the
 	// refresh-required reason (table_reset, replay_limit, …) for one that replaces the
@@ -43,13 +45,68 @@ type Snapshot struct {
 	Reason string
 }
 
-// fetchSnapshot reads a snapshot as an Arrow IPC stream: the table through
+// ReadSnapshot reads a consistent snapshot of opts.Table through opts.Shape (GET
+// /v1/tables/{Table}/snapshot, as an Arrow IPC stream) and hands its record batches to fn
+// one at a time, in the table's order. It returns the snapshot with its Cursor, from
+// which a Stream continues exactly after the rows fn was given (docs/design.md, "The
+// atomic hand-off"), and its Schema, which holds even when the table has no rows; its
+// Records is nil. Of opts it uses Table, Shape, HTTPClient, CAFile and HeartbeatInterval
+// with HeartbeatMargin (the silence that ends the read with ErrSilence).
+//
+// It holds one record batch at a time, whatever the table's size: a batch is valid
+// during fn, and once fn returns, its memory is reused for a later batch, as
+// bufio.Scanner reuses its buffer. Values kept past fn must be copied (strings.Clone of a
+// string column's Value), or the batch retained (Retain, then Release when done).
+//
+// It reads once and does not retry: a read that fails part way has already handed fn
+// some rows, and a caller that wants them all reads again from the start. Errors:
+// ErrNoTable; a bad baseURL or CAFile; *StatusError for a refusal (404 for no such
+// table); ErrNoCursor; an error wrapping ErrSilence, ErrUntrustedCertificate, or a read
+// or decoding error; *HandlerError (Handler "ReadSnapshot") for fn's error or panic; ctx's
+// error.
+func ReadSnapshot(ctx context.Context, baseURL, token string, opts Options, fn func(arrow.RecordBatch) error) (*Snapshot, error) {
+	if opts.Table == "" {
+		return nil, ErrNoTable
+	}
+	c, err := newConsumer(baseURL, token, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.readSnapshot(ctx, "", nil, &snapshotBuffers, func(cursor string, rec arrow.RecordBatch) error {
+		return c.call("ReadSnapshot", cursor, func() error { return fn(rec) })
+	})
+}
+
+// snapshotBuffers is the memory ReadSnapshot's batches are read into, shared by every
+// read in the process.
+var snapshotBuffers bufferPool
+
+// fetchSnapshot reads a whole snapshot into memory, for LiveQuery: every record batch
+// retained, on Go's allocator, so that what OnSnapshot keeps of a batch stays valid
+// after the batch is released.
+func (c *consumer) fetchSnapshot(ctx context.Context, sql string, params []any) (*Snapshot, error) {
+	var recs []arrow.RecordBatch
+	snap, err := c.readSnapshot(ctx, sql, params, memory.DefaultAllocator, func(_ string, rec arrow.RecordBatch) error {
+		rec.Retain()
+		recs = append(recs, rec)
+		return nil
+	})
+	if err != nil {
+		releaseAll(recs)
+		return nil, err
+	}
+	snap.Records = recs
+	return snap, nil
+}
+
+// readSnapshot reads a snapshot as an Arrow IPC stream, its batches read into mem and
+// handed to each with the snapshot's cursor: the table through
 // GET /v1/tables/{table}/snapshot, or q's result through POST /v1/query, whose
 // Ducktail-Cursors must name the table. The response body is read under the silence
 // watchdog; its headers are not, since the server reads the whole result before it
 // answers. Errors: *StatusError for a refusal, ErrNoCursor, ErrSilence or a read or
-// decoding error (wrapped), ctx's error.
-func (c *consumer) fetchSnapshot(ctx context.Context, sql string, params []any) (*Snapshot, error) {
+// decoding error (wrapped), each's error, ctx's error.
+func (c *consumer) readSnapshot(ctx context.Context, sql string, params []any, mem memory.Allocator, each func(cursor string, rec arrow.RecordBatch) error) (*Snapshot, error) {
 	connCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	wd := newWatchdog(c.silence, func() { cancel(ErrSilence) })
@@ -95,14 +152,26 @@ func (c *consumer) fetchSnapshot(ctx context.Context, sql string, params []any) 
 	if cursor == "" {
 		return nil, ErrNoCursor
 	}
-	schema, recs, err := decodeIPC(wd.reader(resp.Body))
-	if err != nil {
+	readErr := func(err error) error {
 		if errors.Is(context.Cause(connCtx), ErrSilence) {
-			return nil, fmt.Errorf("snapshot: %w (%v)", ErrSilence, c.silence)
+			return fmt.Errorf("snapshot: %w (%v)", ErrSilence, c.silence)
 		}
-		return nil, fmt.Errorf("snapshot: %w", err)
+		return fmt.Errorf("snapshot: read arrow ipc stream: %w", err)
 	}
-	return &Snapshot{Cursor: cursor, Schema: schema, Records: recs}, nil
+	rd, err := ipc.NewReader(wd.reader(resp.Body), ipc.WithAllocator(mem))
+	if err != nil {
+		return nil, readErr(err)
+	}
+	defer rd.Release()
+	for rd.Next() {
+		if err := each(cursor, rd.RecordBatch()); err != nil {
+			return nil, err
+		}
+	}
+	if err := rd.Err(); err != nil {
+		return nil, readErr(err)
+	}
+	return &Snapshot{Cursor: cursor, Schema: rd.Schema()}, nil
 }
 
 // tableCursor returns the cursor of table in a Ducktail-Cursors value

@@ -1,0 +1,182 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/ducktail/ducktail/api/client"
+)
+
+// readAll reads the table's snapshot with ReadSnapshot and returns it with the n and s
+// columns of every batch, copied out during fn.
+func readAll(t *testing.T, e *env, opts client.Options) (*client.Snapshot, []int64, []string) {
+	t.Helper()
+	var ns []int64
+	var ss []string
+	snap, err := client.ReadSnapshot(context.Background(), e.URL(), e.admin, opts, func(rec arrow.RecordBatch) error {
+		ns = append(ns, rec.Column(0).(*array.Int64).Int64Values()...)
+		s := rec.Column(1).(*array.String)
+		for i := range s.Len() {
+			ss = append(ss, strings.Clone(s.Value(i)))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("ReadSnapshot: %v", err)
+	}
+	return snap, ns, ss
+}
+
+// TestReadSnapshotReadsEveryRowOnce reads a table of several commits and many record
+// batches (each read into memory an earlier batch freed): every row once, in commit
+// order, with its values; the cursor is the table's head, and a Stream from it carries
+// exactly the rows committed after the read.
+func TestReadSnapshotReadsEveryRowOnce(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.createNumbers("t")
+	for i := range 4 {
+		e.ingestNumbers("t", i*5000, 5000, 0)
+	}
+	snap, ns, ss := readAll(t, e, client.Options{Table: "t"})
+	want := e.tableNs("t")
+	if len(want) != 20000 || !slices.Equal(ns, want) {
+		t.Fatalf("ReadSnapshot read %d rows, the table has %d (first read %v)", len(ns), len(want), ns[:min(len(ns), 5)])
+	}
+	for i, s := range ss {
+		if s != fmt.Sprintf("row %d", ns[i]) {
+			t.Fatalf("row %d: s = %q, want %q", i, s, fmt.Sprintf("row %d", ns[i]))
+		}
+	}
+	if snap.Cursor != e.head("t") {
+		t.Fatalf("cursor %q, want the table's head %q", snap.Cursor, e.head("t"))
+	}
+	if snap.Schema == nil || snap.Schema.NumFields() != 2 || snap.Records != nil {
+		t.Fatalf("snapshot schema %v, records %v", snap.Schema, snap.Records)
+	}
+
+	e.ingestNumbers("t", 20000, 10, 0)
+	c := &collector{}
+	o := c.options("t", client.FramingSSE, heartbeat)
+	o.Cursor = snap.Cursor
+	r := run(t, func(ctx context.Context) error { return client.Stream(ctx, e.URL(), e.admin, o) })
+	eventually(t, "the stream from the snapshot's cursor delivers the later commit", func() bool {
+		got, _, _, _ := c.state()
+		return len(got) >= 10
+	})
+	r.stop()
+	got, _, _, _ := c.state()
+	if !slices.Equal(append(ns, got...), e.tableNs("t")) {
+		t.Fatalf("snapshot then stream: %d + %d rows, want the table's %d, streamed %v", len(ns), len(got), len(e.tableNs("t")), got)
+	}
+}
+
+// TestReadSnapshotRetainedBatchKeepsItsValues retains the first batch in fn and reads
+// it after every later batch was read: its memory is not reused while it is held, and
+// the later batches, read into reused memory, are intact too.
+func TestReadSnapshotRetainedBatchKeepsItsValues(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.createNumbers("t")
+	e.ingestNumbers("t", 0, 12000, 0)
+	var first arrow.RecordBatch
+	var later []int64
+	_, err := client.ReadSnapshot(context.Background(), e.URL(), e.admin, client.Options{Table: "t"}, func(rec arrow.RecordBatch) error {
+		if first == nil {
+			rec.Retain()
+			first = rec
+			return nil
+		}
+		later = append(later, rec.Column(0).(*array.Int64).Int64Values()...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Release()
+	n := first.Column(0).(*array.Int64)
+	s := first.Column(1).(*array.String)
+	if n.Len() == 0 || n.Len() == 12000 {
+		t.Fatalf("the first batch holds %d rows: the test needs several batches", n.Len())
+	}
+	for i := range n.Len() {
+		if n.Value(i) != int64(i) || s.Value(i) != fmt.Sprintf("row %d", i) {
+			t.Fatalf("retained row %d reads (%d, %q) after the read", i, n.Value(i), s.Value(i))
+		}
+	}
+	for i, v := range later {
+		if v != int64(n.Len()+i) {
+			t.Fatalf("later row %d reads %d, want %d", i, v, n.Len()+i)
+		}
+	}
+}
+
+// TestReadSnapshotShapeAndEmptyTable reads through a shape (the rows its predicate
+// matches, its columns) and an empty table (a schema, no batch).
+func TestReadSnapshotShapeAndEmptyTable(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.createNumbers("t")
+	e.ingestNumbers("t", 0, 100, 0)
+	var ns []int64
+	snap, err := client.ReadSnapshot(context.Background(), e.URL(), e.admin,
+		client.Options{Table: "t", Shape: client.Shape{Where: "n % 10 = 3", Columns: []string{"n"}}},
+		func(rec arrow.RecordBatch) error {
+			ns = append(ns, rec.Column(0).(*array.Int64).Int64Values()...)
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Schema.NumFields() != 1 || !slices.Equal(ns, []int64{3, 13, 23, 33, 43, 53, 63, 73, 83, 93}) {
+		t.Fatalf("shaped snapshot: schema %v, n %v", snap.Schema, ns)
+	}
+
+	e.createNumbers("empty")
+	calls := 0
+	snap, err = client.ReadSnapshot(context.Background(), e.URL(), e.admin, client.Options{Table: "empty"}, func(arrow.RecordBatch) error {
+		calls++
+		return nil
+	})
+	if err != nil || calls != 0 || snap.Schema.NumFields() != 2 || snap.Cursor == "" {
+		t.Fatalf("empty table: err %v, %d calls, snapshot %+v", err, calls, snap)
+	}
+}
+
+// TestReadSnapshotErrors: fn's error ends the read as a *HandlerError holding it; a
+// missing table is a 404 *StatusError; no table is ErrNoTable.
+func TestReadSnapshotErrors(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.createNumbers("t")
+	e.ingestNumbers("t", 0, 5000, 0)
+	stop := errors.New("enough")
+	calls := 0
+	_, err := client.ReadSnapshot(context.Background(), e.URL(), e.admin, client.Options{Table: "t"}, func(arrow.RecordBatch) error {
+		calls++
+		return stop
+	})
+	var he *client.HandlerError
+	if !errors.As(err, &he) || he.Handler != "ReadSnapshot" || he.Cursor != e.head("t") || !errors.Is(err, stop) || calls != 1 {
+		t.Fatalf("fn's error: got %v after %d calls", err, calls)
+	}
+	_, err = client.ReadSnapshot(context.Background(), e.URL(), e.admin, client.Options{Table: "t"}, func(arrow.RecordBatch) error {
+		panic("boom")
+	})
+	if !errors.As(err, &he) || !strings.Contains(he.Err.Error(), "boom") {
+		t.Fatalf("fn's panic: got %v", err)
+	}
+
+	_, err = client.ReadSnapshot(context.Background(), e.URL(), e.admin, client.Options{Table: "nope"}, func(arrow.RecordBatch) error { return nil })
+	var se *client.StatusError
+	if !errors.As(err, &se) || se.StatusCode != http.StatusNotFound || se.Problem.Code == "" {
+		t.Fatalf("missing table: got %v", err)
+	}
+	if _, err := client.ReadSnapshot(context.Background(), e.URL(), e.admin, client.Options{}, nil); !errors.Is(err, client.ErrNoTable) {
+		t.Fatalf("no table: got %v", err)
+	}
+}
