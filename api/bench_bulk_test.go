@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/ducktail/ducktail/api"
@@ -111,35 +111,21 @@ func (s *bulkServer) ingestFile(b *testing.B, extra ...string) (string, int64, t
 	return table, info.Rows, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
-// readSnapshot reads the table's Arrow IPC snapshot over HTTP/2 with TLS, or with
-// plaintext over HTTP/1.1, and decodes every batch; it returns the rows read.
+// readSnapshot reads the table's Arrow IPC snapshot with the Go client's ReadSnapshot,
+// over HTTP/2 with TLS, or with plaintext over HTTP/1.1, and returns the rows read.
 func (s *bulkServer) readSnapshot(b *testing.B, table string, plaintext bool) int64 {
 	b.Helper()
 	base, client := s.url, s.client
 	if plaintext {
 		base, client = s.plainURL, http.DefaultClient
 	}
-	req, _ := http.NewRequest("GET", base+"/v1/tables/"+table+"/snapshot", nil)
-	req.Header.Set("Authorization", "Bearer "+s.admin)
-	req.Header.Set("Accept", "application/vnd.apache.arrow.stream")
-	resp, err := client.Do(req)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b.Fatalf("snapshot: status %d", resp.StatusCode)
-	}
-	r, err := ipc.NewReader(resp.Body)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Release()
 	var rows int64
-	for r.Next() {
-		rows += r.RecordBatch().NumRows()
-	}
-	if err := r.Err(); err != nil {
+	_, err := dtclient.ReadSnapshot(context.Background(), base, s.admin, dtclient.Options{Table: table, HTTPClient: client},
+		func(rec arrow.RecordBatch) error {
+			rows += rec.NumRows()
+			return nil
+		})
+	if err != nil {
 		b.Fatal(err)
 	}
 	return rows
@@ -207,7 +193,7 @@ func duckdbArrowRead(b *testing.B, db *sql.DB) int64 {
 //     same with --chunk-rows 491520, the CLI decoding the file and sending its rows as
 //     Arrow IPC in 7 commits (the path of Parquet files past 32 MiB and of Arrow files);
 //   - snapshot: GET /v1/tables/flights_N/snapshot as an Arrow IPC stream over HTTP/2
-//     with TLS, read and decoded by ipc.NewReader (the client runs in this process),
+//     with TLS, read and decoded by the Go client's ReadSnapshot (in this process),
 //     against duckdb-go's Arrow reader over `SELECT * FROM t`; snapshot-plaintext the
 //     same over plaintext HTTP/1.1.
 //

@@ -128,10 +128,12 @@ cat <<'METHOD'
   `--chunk-rows 491520` (the client decodes the file and sends Arrow IPC in chunks of four
   DuckDB row groups, the next read while the server commits the one before); each against
   DuckDB's `CREATE TABLE … AS SELECT * FROM read_parquet(…)` into a fresh file in the same
-  run. snapshot = the Arrow IPC snapshot read and decoded over HTTP/2 with TLS, by the
-  Go client package's HTTP client (1 MiB frames, 8 MiB stream window; Go's 16 KiB frames
-  read about 10% slower) (snapshot-plaintext: HTTP/1.1 without TLS), against duckdb-go's Arrow read of the same
-  rows. ratio = DuckDB's time ÷ ducktail's; CPU seconds of server, CLI and DuckDB from
+  run. snapshot = the Arrow IPC snapshot read and decoded over HTTP/2 with TLS by the Go
+  client's `ReadSnapshot` in the benchmark's process, on the client package's HTTP client
+  (1 MiB frames, 8 MiB stream window; Go's 16 KiB frames read about 10% slower), each
+  batch read into memory an earlier one freed (an IPC reader on Go's allocator read at
+  0.57–0.60 of DuckDB, its collector running every few MiB) (snapshot-plaintext:
+  HTTP/1.1 without TLS), against duckdb-go's Arrow read of the same rows. ratio = DuckDB's time ÷ ducktail's; CPU seconds of server, CLI and DuckDB from
   `getrusage`.
 - **`BenchmarkIdleSubscriberHeap`**: 10,000 idle SSE streams opened by a child process
   (so that client memory is not counted); heap-B/subscriber = growth of the server's
