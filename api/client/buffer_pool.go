@@ -65,8 +65,9 @@ func (p *bufferPool) Reallocate(size int, b []byte) []byte {
 	return buf
 }
 
-// Free puts b back in its class's pool. A buffer the pool did not hand out (its capacity
-// is not a power of two) is left to the collector.
+// Free puts b back in its class's pool. Only the pool's own buffers are freed to it (an
+// arrow memory.Buffer frees to the allocator it allocated from); a buffer whose capacity
+// is not a power of two, as no buffer of the pool's is, is left to the collector.
 func (p *bufferPool) Free(b []byte) {
 	c := cap(b)
 	if c == 0 || c&(c-1) != 0 {

@@ -3,8 +3,8 @@
 // commit's Arrow IPC payload into record batches, and keeps the stream going across
 // dropped connections, server restarts and evictions without losing or repeating a
 // commit (docs/design.md, "The stream" and "The atomic hand-off"; "The client contract").
-// It also reads a table's snapshot, in memory held to one record batch however large the
-// table: ReadSnapshot.
+// It also reads a table's snapshot a record batch at a time, in memory that does not grow
+// with the table: ReadSnapshot.
 //
 // Two entry points for streams, both blocking until the context ends or the stream cannot
 // go on:

@@ -32,6 +32,8 @@ var (
 	ErrNoCursor = errors.New("the snapshot answer carries no cursor for the table")
 	// ErrNoTable: LiveQuery and ReadSnapshot need Options.Table to read snapshots.
 	ErrNoTable = errors.New("LiveQuery and ReadSnapshot need Options.Table")
+	// ErrNoHandler: ReadSnapshot needs a function to hand the record batches to.
+	ErrNoHandler = errors.New("ReadSnapshot needs a function for the record batches")
 	// ErrShapeWithSQL: LiveQuery takes a Shape or SQL, not both: a query's cursor is the
 	// whole table's, which a shaped stream cannot continue.
 	ErrShapeWithSQL = errors.New("LiveQuery takes Options.Shape or LiveOptions.SQL, not both")
@@ -137,16 +139,17 @@ func (e *ReconnectError) Error() string {
 	return fmt.Sprintf("server asked to reconnect (%s) after %v", e.Reason, e.RetryAfter)
 }
 
-// HandlerError is a handler of Options or LiveOptions that returned an error or
-// panicked. It ends the stream: the event was not processed, so its cursor is not
-// acknowledged, and a caller starting again from its last processed cursor receives the
-// event again.
+// HandlerError is a handler of Options or LiveOptions, or ReadSnapshot's function, that
+// returned an error or panicked. It ends the stream: the event was not processed, so its
+// cursor is not acknowledged, and a caller starting again from its last processed cursor
+// receives the event again. It ends ReadSnapshot, whose batches have no cursor of their
+// own: the snapshot's cursor is after its last row.
 type HandlerError struct {
 	// Handler names the callback: "OnSchema", "OnBatch", "OnSnapshot", "OnStatus",
-	// "OnError".
+	// "OnError", "ReadSnapshot".
 	Handler string
-	// Cursor is the cursor of the event the handler was given ("" for OnStatus and
-	// OnError).
+	// Cursor is the cursor of the event the handler was given ("" for OnStatus, OnError
+	// and ReadSnapshot).
 	Cursor string
 	// Err is the handler's error, or for a panic an error holding the panic value and
 	// the stack.

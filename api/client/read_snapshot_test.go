@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -16,12 +17,14 @@ import (
 )
 
 // readAll reads the table's snapshot with ReadSnapshot and returns it with the n and s
-// columns of every batch, copied out during fn.
-func readAll(t *testing.T, e *env, opts client.Options) (*client.Snapshot, []int64, []string) {
+// columns of every batch, copied out during fn, and the number of batches.
+func readAll(t *testing.T, e *env, opts client.Options) (*client.Snapshot, []int64, []string, int) {
 	t.Helper()
 	var ns []int64
 	var ss []string
+	batches := 0
 	snap, err := client.ReadSnapshot(context.Background(), e.URL(), e.admin, opts, func(rec arrow.RecordBatch) error {
+		batches++
 		ns = append(ns, rec.Column(0).(*array.Int64).Int64Values()...)
 		s := rec.Column(1).(*array.String)
 		for i := range s.Len() {
@@ -32,7 +35,7 @@ func readAll(t *testing.T, e *env, opts client.Options) (*client.Snapshot, []int
 	if err != nil {
 		t.Fatalf("ReadSnapshot: %v", err)
 	}
-	return snap, ns, ss
+	return snap, ns, ss, batches
 }
 
 // TestReadSnapshotReadsEveryRowOnce reads a table of several commits and many record
@@ -45,7 +48,7 @@ func TestReadSnapshotReadsEveryRowOnce(t *testing.T) {
 	for i := range 4 {
 		e.ingestNumbers("t", i*5000, 5000, 0)
 	}
-	snap, ns, ss := readAll(t, e, client.Options{Table: "t"})
+	snap, ns, ss, batches := readAll(t, e, client.Options{Table: "t"})
 	want := e.tableNs("t")
 	if len(want) != 20000 || !slices.Equal(ns, want) {
 		t.Fatalf("ReadSnapshot read %d rows, the table has %d (first read %v)", len(ns), len(want), ns[:min(len(ns), 5)])
@@ -58,8 +61,8 @@ func TestReadSnapshotReadsEveryRowOnce(t *testing.T) {
 	if snap.Cursor != e.head("t") {
 		t.Fatalf("cursor %q, want the table's head %q", snap.Cursor, e.head("t"))
 	}
-	if snap.Schema == nil || snap.Schema.NumFields() != 2 || snap.Records != nil {
-		t.Fatalf("snapshot schema %v, records %v", snap.Schema, snap.Records)
+	if snap.Schema == nil || snap.Schema.NumFields() != 2 || snap.Records != nil || batches < 8 {
+		t.Fatalf("snapshot schema %v, records %v, %d batches", snap.Schema, snap.Records, batches)
 	}
 
 	e.ingestNumbers("t", 20000, 10, 0)
@@ -80,20 +83,28 @@ func TestReadSnapshotReadsEveryRowOnce(t *testing.T) {
 
 // TestReadSnapshotRetainedBatchKeepsItsValues retains the first batch in fn and reads
 // it after every later batch was read: its memory is not reused while it is held, and
-// the later batches, read into reused memory, are intact too.
+// the later batches, read into reused memory, are intact too. Every full batch (2,048
+// rows of n and "row N", about 45 KB of message body) is of one size class, so later
+// batches are read into the memory of earlier ones: the n column of some batch starts
+// where an earlier one's did.
 func TestReadSnapshotRetainedBatchKeepsItsValues(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.createNumbers("t")
 	e.ingestNumbers("t", 0, 12000, 0)
 	var first arrow.RecordBatch
 	var later []int64
+	seen := map[*int64]bool{}
+	reused := false
 	_, err := client.ReadSnapshot(context.Background(), e.URL(), e.admin, client.Options{Table: "t"}, func(rec arrow.RecordBatch) error {
+		values := rec.Column(0).(*array.Int64).Int64Values()
 		if first == nil {
 			rec.Retain()
 			first = rec
 			return nil
 		}
-		later = append(later, rec.Column(0).(*array.Int64).Int64Values()...)
+		reused = reused || seen[unsafe.SliceData(values)]
+		seen[unsafe.SliceData(values)] = true
+		later = append(later, values...)
 		return nil
 	})
 	if err != nil {
@@ -114,6 +125,9 @@ func TestReadSnapshotRetainedBatchKeepsItsValues(t *testing.T) {
 		if v != int64(n.Len()+i) {
 			t.Fatalf("later row %d reads %d, want %d", i, v, n.Len()+i)
 		}
+	}
+	if len(later) != 12000-n.Len() || !reused {
+		t.Fatalf("%d later rows, memory reused: %v", len(later), reused)
 	}
 }
 
@@ -161,7 +175,7 @@ func TestReadSnapshotErrors(t *testing.T) {
 		return stop
 	})
 	var he *client.HandlerError
-	if !errors.As(err, &he) || he.Handler != "ReadSnapshot" || he.Cursor != e.head("t") || !errors.Is(err, stop) || calls != 1 {
+	if !errors.As(err, &he) || he.Handler != "ReadSnapshot" || he.Cursor != "" || !errors.Is(err, stop) || calls != 1 {
 		t.Fatalf("fn's error: got %v after %d calls", err, calls)
 	}
 	_, err = client.ReadSnapshot(context.Background(), e.URL(), e.admin, client.Options{Table: "t"}, func(arrow.RecordBatch) error {
@@ -178,5 +192,19 @@ func TestReadSnapshotErrors(t *testing.T) {
 	}
 	if _, err := client.ReadSnapshot(context.Background(), e.URL(), e.admin, client.Options{}, nil); !errors.Is(err, client.ErrNoTable) {
 		t.Fatalf("no table: got %v", err)
+	}
+	if _, err := client.ReadSnapshot(context.Background(), e.URL(), e.admin, client.Options{Table: "t"}, nil); !errors.Is(err, client.ErrNoHandler) {
+		t.Fatalf("no function: got %v", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	calls = 0
+	_, err = client.ReadSnapshot(ctx, e.URL(), e.admin, client.Options{Table: "t"}, func(arrow.RecordBatch) error {
+		calls++
+		cancel()
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || calls != 1 {
+		t.Fatalf("canceled in the first batch: got %v after %d calls", err, calls)
 	}
 }

@@ -51,29 +51,34 @@ type Snapshot struct {
 // which a Stream continues exactly after the rows fn was given (docs/design.md, "The
 // atomic hand-off"), and its Schema, which holds even when the table has no rows; its
 // Records is nil. Of opts it uses Table, Shape, HTTPClient, CAFile and HeartbeatInterval
-// with HeartbeatMargin (the silence that ends the read with ErrSilence).
+// with HeartbeatMargin (the silence that ends the read with ErrSilence); the others are
+// ignored.
 //
-// It holds one record batch at a time, whatever the table's size: a batch is valid
-// during fn, and once fn returns, its memory is reused for a later batch, as
+// It holds a batch or two in memory at a time, whatever the table's size. A batch is
+// valid during fn; once fn returns, its memory goes back to a pool the whole process
+// shares, and a later batch, of this read or another, is read into it, much as
 // bufio.Scanner reuses its buffer. Values kept past fn must be copied (strings.Clone of a
 // string column's Value), or the batch retained (Retain, then Release when done).
 //
 // It reads once and does not retry: a read that fails part way has already handed fn
 // some rows, and a caller that wants them all reads again from the start. Errors:
-// ErrNoTable; a bad baseURL or CAFile; *StatusError for a refusal (404 for no such
-// table); ErrNoCursor; an error wrapping ErrSilence, ErrUntrustedCertificate, or a read
-// or decoding error; *HandlerError (Handler "ReadSnapshot") for fn's error or panic; ctx's
-// error.
+// ErrNoTable; ErrNoHandler; a bad baseURL or CAFile; *StatusError for a refusal (404 for
+// no such table); ErrNoCursor; an error wrapping ErrSilence, ErrUntrustedCertificate, or a
+// read or decoding error; *HandlerError (Handler "ReadSnapshot", Cursor "") for fn's error
+// or panic; ctx's error, checked before each batch too.
 func ReadSnapshot(ctx context.Context, baseURL, token string, opts Options, fn func(arrow.RecordBatch) error) (*Snapshot, error) {
 	if opts.Table == "" {
 		return nil, ErrNoTable
+	}
+	if fn == nil {
+		return nil, ErrNoHandler
 	}
 	c, err := newConsumer(baseURL, token, opts)
 	if err != nil {
 		return nil, err
 	}
-	return c.readSnapshot(ctx, "", nil, &snapshotBuffers, func(cursor string, rec arrow.RecordBatch) error {
-		return c.call("ReadSnapshot", cursor, func() error { return fn(rec) })
+	return c.readSnapshot(ctx, "", nil, &snapshotBuffers, func(rec arrow.RecordBatch) error {
+		return c.call("ReadSnapshot", "", func() error { return fn(rec) })
 	})
 }
 
@@ -81,12 +86,16 @@ func ReadSnapshot(ctx context.Context, baseURL, token string, opts Options, fn f
 // read in the process.
 var snapshotBuffers bufferPool
 
+// goAllocator is Go's allocator, whose buffers the collector frees, whatever
+// memory.DefaultAllocator is (C's malloc under arrow-go's mallocator build tag).
+var goAllocator = memory.NewGoAllocator()
+
 // fetchSnapshot reads a whole snapshot into memory, for LiveQuery: every record batch
 // retained, on Go's allocator, so that what OnSnapshot keeps of a batch stays valid
 // after the batch is released.
 func (c *consumer) fetchSnapshot(ctx context.Context, sql string, params []any) (*Snapshot, error) {
 	var recs []arrow.RecordBatch
-	snap, err := c.readSnapshot(ctx, sql, params, memory.DefaultAllocator, func(_ string, rec arrow.RecordBatch) error {
+	snap, err := c.readSnapshot(ctx, sql, params, goAllocator, func(rec arrow.RecordBatch) error {
 		rec.Retain()
 		recs = append(recs, rec)
 		return nil
@@ -100,13 +109,13 @@ func (c *consumer) fetchSnapshot(ctx context.Context, sql string, params []any) 
 }
 
 // readSnapshot reads a snapshot as an Arrow IPC stream, its batches read into mem and
-// handed to each with the snapshot's cursor: the table through
+// handed to each: the table through
 // GET /v1/tables/{table}/snapshot, or q's result through POST /v1/query, whose
 // Ducktail-Cursors must name the table. The response body is read under the silence
 // watchdog; its headers are not, since the server reads the whole result before it
 // answers. Errors: *StatusError for a refusal, ErrNoCursor, ErrSilence or a read or
-// decoding error (wrapped), each's error, ctx's error.
-func (c *consumer) readSnapshot(ctx context.Context, sql string, params []any, mem memory.Allocator, each func(cursor string, rec arrow.RecordBatch) error) (*Snapshot, error) {
+// decoding error (wrapped), each's error, ctx's error (also checked before each batch).
+func (c *consumer) readSnapshot(ctx context.Context, sql string, params []any, mem memory.Allocator, each func(arrow.RecordBatch) error) (*Snapshot, error) {
 	connCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	wd := newWatchdog(c.silence, func() { cancel(ErrSilence) })
@@ -153,6 +162,9 @@ func (c *consumer) readSnapshot(ctx context.Context, sql string, params []any, m
 		return nil, ErrNoCursor
 	}
 	readErr := func(err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if errors.Is(context.Cause(connCtx), ErrSilence) {
 			return fmt.Errorf("snapshot: %w (%v)", ErrSilence, c.silence)
 		}
@@ -164,7 +176,10 @@ func (c *consumer) readSnapshot(ctx context.Context, sql string, params []any, m
 	}
 	defer rd.Release()
 	for rd.Next() {
-		if err := each(cursor, rd.RecordBatch()); err != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := each(rd.RecordBatch()); err != nil {
 			return nil, err
 		}
 	}
