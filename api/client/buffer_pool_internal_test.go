@@ -12,7 +12,7 @@ func aligned(b []byte) bool {
 
 // TestBufferPoolReusesZeroedAlignedBuffers: a freed buffer serves the next request of its
 // class, zeroed and aligned; Reallocate keeps the contents and zeroes what it adds; a
-// buffer the pool did not hand out is not pooled.
+// buffer past the largest class, or one the pool did not hand out, is not pooled.
 func TestBufferPoolReusesZeroedAlignedBuffers(t *testing.T) {
 	var p bufferPool
 	for _, size := range []int{1, 63, 64, 1000, 1 << 16, 100_000} {
@@ -56,6 +56,17 @@ func TestBufferPoolReusesZeroedAlignedBuffers(t *testing.T) {
 	b = p.Reallocate(5000, b[:8])
 	if len(b) != 5000 || !aligned(b) || string(b[:8]) != "ducktail" || !zero(b[8:]) {
 		t.Fatalf("Reallocate past the class: len %d, %q…", len(b), b[:16])
+	}
+
+	// Past maxPooledClass a buffer is not rounded up, and not kept.
+	size := 1<<maxPooledClass + 1
+	big := p.Allocate(size)
+	if len(big) != size || cap(big) != size || !aligned(big) || !zero(big) {
+		t.Fatalf("Allocate(%d): len %d cap %d aligned %v", size, len(big), cap(big), aligned(big))
+	}
+	p.Free(big)
+	if again := p.Allocate(size); unsafe.SliceData(again) == unsafe.SliceData(big) {
+		t.Fatal("a buffer past the largest class came back from the pool")
 	}
 
 	foreign := make([]byte, 100)

@@ -32,6 +32,11 @@ var (
 	ErrNoCursor = errors.New("the snapshot answer carries no cursor for the table")
 	// ErrNoTable: LiveQuery and ReadSnapshot need Options.Table to read snapshots.
 	ErrNoTable = errors.New("LiveQuery and ReadSnapshot need Options.Table")
+	// ErrTruncatedSnapshot: a snapshot's Arrow IPC stream ended between two messages
+	// without its end-of-stream marker, which the server always writes last and leaves
+	// out when it aborts a snapshot (docs/design.md, "The atomic hand-off"; a proxy may
+	// turn the abort into a clean end). Some of its rows were never read.
+	ErrTruncatedSnapshot = errors.New("the snapshot ended without its end-of-stream marker")
 	// ErrNoHandler: ReadSnapshot needs a function to hand the record batches to.
 	ErrNoHandler = errors.New("ReadSnapshot needs a function for the record batches")
 	// ErrShapeWithSQL: LiveQuery takes a Shape or SQL, not both: a query's cursor is the

@@ -1,10 +1,12 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 
 	"github.com/ducktail/ducktail/api/client"
 )
@@ -206,5 +209,59 @@ func TestReadSnapshotErrors(t *testing.T) {
 	})
 	if !errors.Is(err, context.Canceled) || calls != 1 {
 		t.Fatalf("canceled in the first batch: got %v after %d calls", err, calls)
+	}
+}
+
+// TestReadSnapshotRefusesAStreamWithoutItsEnd serves the real server's Arrow snapshot
+// through a stand-in for a proxy that ends it cleanly after its first record batch,
+// without the end-of-stream marker (the server itself aborts a failed snapshot, a broken
+// body): ReadSnapshot hands over that batch, then fails with ErrTruncatedSnapshot. The
+// whole snapshot, served the same way, reads whole.
+func TestReadSnapshotRefusesAStreamWithoutItsEnd(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.createNumbers("t")
+	e.ingestNumbers("t", 0, 5000, 0)
+	status, whole := e.do("GET", "/v1/tables/t/snapshot", nil, "Accept: application/vnd.apache.arrow.stream")
+	if status != http.StatusOK {
+		t.Fatalf("snapshot: %d %s", status, whole)
+	}
+	rd, err := ipc.NewReader(bytes.NewReader(whole))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Release()
+	var cut bytes.Buffer
+	w := ipc.NewWriter(&cut, ipc.WithSchema(rd.Schema()))
+	if !rd.Next() {
+		t.Fatal("the snapshot holds no record batch")
+	}
+	if err := w.Write(rd.RecordBatch()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		body []byte
+		rows int64
+		want error
+	}{
+		{"whole", whole, 5000, nil},
+		{"cut after the first batch", cut.Bytes(), rd.RecordBatch().NumRows(), client.ErrTruncatedSnapshot},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/vnd.apache.arrow.stream")
+				w.Header().Set("Ducktail-Cursor", e.head("t"))
+				w.Write(tc.body)
+			}))
+			defer proxy.Close()
+			var rows int64
+			_, err := client.ReadSnapshot(context.Background(), proxy.URL, e.admin, client.Options{Table: "t"}, func(rec arrow.RecordBatch) error {
+				rows += rec.NumRows()
+				return nil
+			})
+			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) || rows != tc.rows {
+				t.Fatalf("got %v after %d rows, want %v after %d", err, rows, tc.want, tc.rows)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -58,14 +59,19 @@ type Snapshot struct {
 // valid during fn; once fn returns, its memory goes back to a pool the whole process
 // shares, and a later batch, of this read or another, is read into it, much as
 // bufio.Scanner reuses its buffer. Values kept past fn must be copied (strings.Clone of a
-// string column's Value), or the batch retained (Retain, then Release when done).
+// string's Value, bytes.Clone of a binary one's; any value of a nested column), or the
+// batch retained (Retain, then Release when done).
 //
 // It reads once and does not retry: a read that fails part way has already handed fn
-// some rows, and a caller that wants them all reads again from the start. Errors:
+// some rows, and a caller that wants them all reads again from the start. The server
+// ends a response that makes no progress for its --stream-write-timeout (30 s by
+// default), so a fn that holds one batch longer ends the read with an error. Errors:
 // ErrNoTable; ErrNoHandler; a bad baseURL or CAFile; *StatusError for a refusal (404 for
-// no such table); ErrNoCursor; an error wrapping ErrSilence, ErrUntrustedCertificate, or a
-// read or decoding error; *HandlerError (Handler "ReadSnapshot", Cursor "") for fn's error
-// or panic; ctx's error, checked before each batch too.
+// no such table, 503 with Retry-After when the server's snapshot slots are taken);
+// ErrNoCursor; an error wrapping ErrSilence, ErrUntrustedCertificate,
+// ErrTruncatedSnapshot, or a read or decoding error; *HandlerError (Handler
+// "ReadSnapshot", Cursor "") for fn's error or panic; ctx's error, checked before each
+// batch too.
 func ReadSnapshot(ctx context.Context, baseURL, token string, opts Options, fn func(arrow.RecordBatch) error) (*Snapshot, error) {
 	if opts.Table == "" {
 		return nil, ErrNoTable
@@ -170,7 +176,8 @@ func (c *consumer) readSnapshot(ctx context.Context, sql string, params []any, m
 		}
 		return fmt.Errorf("snapshot: read arrow ipc stream: %w", err)
 	}
-	rd, err := ipc.NewReader(wd.reader(resp.Body), ipc.WithAllocator(mem))
+	body := &endWatch{r: wd.reader(resp.Body)}
+	rd, err := ipc.NewReader(body, ipc.WithAllocator(mem))
 	if err != nil {
 		return nil, readErr(err)
 	}
@@ -186,7 +193,26 @@ func (c *consumer) readSnapshot(ctx context.Context, sql string, params []any, m
 	if err := rd.Err(); err != nil {
 		return nil, readErr(err)
 	}
+	if body.bareEOF {
+		return nil, readErr(ErrTruncatedSnapshot)
+	}
 	return &Snapshot{Cursor: cursor, Schema: rd.Schema()}, nil
+}
+
+// endWatch is a response body that records whether its last Read found the body's end
+// with no byte. An Arrow IPC reader ends the stream on its end-of-stream marker, or,
+// since the format allows a stream to end without one (Arrow columnar format, "IPC
+// Streaming Format"), on the body's end between two messages: only in the second case
+// is its last Read a bare io.EOF, where it found no next message.
+type endWatch struct {
+	r       io.Reader
+	bareEOF bool
+}
+
+func (w *endWatch) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	w.bareEOF = n == 0 && err == io.EOF
+	return n, err
 }
 
 // tableCursor returns the cursor of table in a Ducktail-Cursors value
