@@ -26,10 +26,7 @@ func TestBufferPoolReusesZeroedAlignedBuffers(t *testing.T) {
 			if attempt == 100 {
 				t.Fatalf("Allocate(%d) never returned a freed buffer", size)
 			}
-			full := b[:cap(b)]
-			for i := range full {
-				full[i] = 0xAA
-			}
+			fill(b[:cap(b)])
 			p.Free(b)
 			again := p.Allocate(size - size/3)
 			if unsafe.SliceData(again) != unsafe.SliceData(b) {
@@ -44,10 +41,7 @@ func TestBufferPoolReusesZeroedAlignedBuffers(t *testing.T) {
 	}
 
 	b := p.Allocate(100)
-	full := b[:cap(b)]
-	for i := range full {
-		full[i] = 0xAA
-	}
+	fill(b[:cap(b)])
 	copy(b, "ducktail")
 	b = p.Reallocate(120, b[:8])
 	if len(b) != 120 || string(b[:8]) != "ducktail" || !zero(b[8:]) {
@@ -76,6 +70,13 @@ func TestBufferPoolReusesZeroedAlignedBuffers(t *testing.T) {
 	}
 	if b := p.Allocate(0); len(b) != 0 {
 		t.Fatalf("Allocate(0) has length %d", len(b))
+	}
+}
+
+// fill writes 0xAA over b, for a check that what the pool hands out again is zeroed.
+func fill(b []byte) {
+	for i := range b {
+		b[i] = 0xAA
 	}
 }
 
