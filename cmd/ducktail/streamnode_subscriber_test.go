@@ -386,7 +386,7 @@ func checkExactly(s *subscriber, want []commit) []string {
 	}
 	for i, c := range s.connections {
 		if c.firstEvent != "schema" {
-			errorf("%s: connection %d to %s began with %q, want schema", s.name, i, c.server, c.firstEvent)
+			errorf("%s: connection %d to %s began with %q (%s), want schema", s.name, i, c.server, c.firstEvent, s.terminal.Data)
 		}
 		if c.resumedFrom != "" && cursorSeq(c.firstID) != cursorSeq(c.resumedFrom) {
 			errorf("%s: connection %d to %s resumed from seq %d but its schema event is at seq %d", s.name, i, c.server, cursorSeq(c.resumedFrom), cursorSeq(c.firstID))
